@@ -1,0 +1,165 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Activities are the order saga's Temporal activities. Register a *Activities with a worker; workflows refer to
+// the methods through a nil *Activities.
+type Activities struct {
+	Redis *RedisStock
+	Store *Store
+}
+
+// LineInput names one line of one order.
+type LineInput struct {
+	OrderID string
+	SKU     string
+	Qty     int64
+}
+
+// RestoreInput is the compensation of an order's deduct.
+type RestoreInput struct {
+	OrderID string
+	Lines   []ordersaga.Line
+}
+
+// ConfirmInput drops the Redis holds of an order whose deduct committed.
+type ConfirmInput struct {
+	OrderID string
+	SKUs    []string
+}
+
+// MarkPaidInput applies one payment to one order.
+type MarkPaidInput struct {
+	Payment PaymentRecord
+	PaidAt  time.Time
+}
+
+func nonRetryable(errType string, err error, details ...any) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), errType, err, details...)
+}
+
+// businessError turns the store's business outcomes into non-retryable application errors with a type;
+// anything else (network, timeouts, conflicts) stays retryable.
+func businessError(err error) error {
+	if sku, ok := IsSoldOut(err); ok {
+		return nonRetryable(ErrTypeSoldOut, err, sku)
+	}
+	switch {
+	case errors.Is(err, ErrCompensated):
+		return nonRetryable(ErrTypeCompensated, err)
+	case errors.Is(err, ErrUnknownSKU):
+		return nonRetryable(ErrTypeUnknownSKU, err)
+	}
+	return err
+}
+
+// ReserveLine holds one line's units in Redis. When the SKU is not loaded it fails retryably, or
+// non-retryably when the SKU does not exist at all.
+func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ReserveOutcome, error) {
+	if in.OrderID == "" || in.SKU == "" || in.Qty <= 0 {
+		return "", nonRetryable(ErrTypeBadInput, fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", in.OrderID, in.SKU, in.Qty))
+	}
+	out, err := a.Redis.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
+	if errors.Is(err, ErrNotLoaded) {
+		if _, ierr := a.Store.Inventory(ctx, in.SKU); errors.Is(ierr, ErrNotFound) {
+			return "", nonRetryable(ErrTypeUnknownSKU, fmt.Errorf("reserve %s: %w", in.SKU, ErrUnknownSKU), in.SKU)
+		}
+		activity.GetLogger(ctx).Warn("sku not loaded in redis; failing closed", "sku", in.SKU, "order_id", in.OrderID)
+		return "", temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeNotLoaded, err, in.SKU)
+	}
+	if err != nil {
+		return "", businessError(err)
+	}
+	return out, nil
+}
+
+// ReleaseLine gives back one line's Redis hold (or writes its tombstone).
+func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ReleaseOutcome, error) {
+	out, err := a.Redis.Release(ctx, in.OrderID, in.SKU)
+	if err != nil {
+		return "", err
+	}
+	if out == TombstoneReleased {
+		activity.GetLogger(ctx).Info("release before reserve: tombstone written", "sku", in.SKU, "order_id", in.OrderID)
+	}
+	return out, nil
+}
+
+// ConfirmLines drops the holds of an order whose deduct committed.
+func (a *Activities) ConfirmLines(ctx context.Context, in ConfirmInput) error {
+	for _, sku := range in.SKUs {
+		if _, err := a.Redis.Confirm(ctx, in.OrderID, sku); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeductOrder takes every line of the order from the database in one transaction and records the order.
+func (a *Activities) DeductOrder(ctx context.Context, in DeductInput) (DeductResult, error) {
+	if err := validateLines("deduct", in.OrderID, in.Lines); err != nil {
+		return DeductResult{}, nonRetryable(ErrTypeBadInput, err)
+	}
+	res, err := a.Store.Deduct(ctx, in)
+	if err != nil {
+		return DeductResult{}, businessError(err)
+	}
+	return res, nil
+}
+
+// RestoreOrder gives back what DeductOrder took (or writes tombstones when it took nothing).
+func (a *Activities) RestoreOrder(ctx context.Context, in RestoreInput) ([]RestoreLine, error) {
+	if err := validateLines("restore", in.OrderID, in.Lines); err != nil {
+		return nil, nonRetryable(ErrTypeBadInput, err)
+	}
+	out, err := a.Store.Restore(ctx, in.OrderID, in.Lines)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range out {
+		if l.Tombstone {
+			activity.GetLogger(ctx).Info("restore before deduct: tombstone written", "sku", l.SKU, "order_id", in.OrderID)
+		}
+	}
+	return out, nil
+}
+
+// CloseOrder records the final status of an order that was not paid.
+func (a *Activities) CloseOrder(ctx context.Context, rec OrderRecord) error {
+	_, err := a.Store.CloseOrder(ctx, rec)
+	return err
+}
+
+// MarkPaid applies a payment: the order becomes PAID and the payment is recorded as applied.
+func (a *Activities) MarkPaid(ctx context.Context, in MarkPaidInput) error {
+	err := a.Store.MarkPaid(ctx, in.Payment, in.PaidAt)
+	if errors.Is(err, ErrOrderNotPayable) {
+		return nonRetryable("OrderNotPayable", err)
+	}
+	return err
+}
+
+// RecordPayment records a payment that was not applied: refunded (it came late or twice) or rejected (wrong
+// amount). The refund itself is the payment provider's call, out of scope here: it is recorded and logged
+// once, keyed by the event ID.
+func (a *Activities) RecordPayment(ctx context.Context, p PaymentRecord) (PaymentRecord, error) {
+	rec, inserted, err := a.Store.RecordPayment(ctx, p)
+	if err != nil {
+		return PaymentRecord{}, err
+	}
+	if inserted && rec.Result == ordersaga.PaymentRefunded {
+		activity.GetLogger(ctx).Info("payment refunded", "event_id", rec.EventID, "order_id", rec.OrderID,
+			"amount_cents", rec.AmountCents, "currency", rec.Currency, "reason", rec.Detail)
+	}
+	return rec, nil
+}

@@ -1,0 +1,23 @@
+-- release: give back the units one order holds (or held and the DB has since restored), once.
+-- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:o:{ORDER}
+-- ARGV[1] order ID   ARGV[2] marker TTL in seconds
+-- Returns 1 released, 2 duplicate (already released), 3 tombstone written (never reserved).
+-- Callers restore the DB before they release, so a confirmed hold ('C') is given back too.
+local marker = redis.call('GET', KEYS[3])
+if not marker then
+  redis.call('SET', KEYS[3], 'T', 'EX', tonumber(ARGV[2]))
+  return 3
+end
+local state = string.sub(marker, 1, 1)
+if state == 'R' or state == 'T' then
+  return 2
+end
+local qty = tonumber(string.sub(marker, 3))
+-- A missing avail key means Redis lost the SKU: do not create it from one order's units; the SKU is
+-- reloaded from the database instead.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('INCRBY', KEYS[1], qty)
+end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[3], 'R:' .. qty, 'EX', tonumber(ARGV[2]))
+return 1

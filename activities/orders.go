@@ -1,0 +1,255 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// OrderRecord is an order as the orders and order_lines tables hold it.
+type OrderRecord struct {
+	OrderID        string
+	UserID         string
+	Status         ordersaga.Status
+	AmountCents    int64
+	Currency       string
+	PayBy          *time.Time
+	PaidAt         *time.Time
+	PaymentEventID string
+	ClosedReason   string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Lines          []ordersaga.Line
+}
+
+// View is the order as the API shows it.
+func (r OrderRecord) View() ordersaga.Order {
+	return ordersaga.Order{
+		OrderID: r.OrderID, UserID: r.UserID, Status: r.Status, Lines: r.Lines, AmountCents: r.AmountCents,
+		PayBy: r.PayBy, PaidAt: r.PaidAt, ClosedReason: r.ClosedReason,
+	}
+}
+
+// PaymentRecord is one payment event as the payments table holds it.
+type PaymentRecord struct {
+	EventID     string
+	OrderID     string
+	AmountCents int64
+	Currency    string
+	Result      ordersaga.PaymentResult
+	Detail      string
+	RefundedAt  *time.Time
+	CreatedAt   time.Time
+}
+
+func insertOrder(tx *gorm.DB, r OrderRecord, now time.Time) error {
+	amount := ordersaga.Amount(r.Lines)
+	if err := tx.Exec(`INSERT INTO orders (order_id, user_id, status, amount_cents, currency, pay_by, closed_reason, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.OrderID, r.UserID, string(r.Status), amount, r.Currency, r.PayBy, nullable(r.ClosedReason), now, now).Error; err != nil {
+		return err
+	}
+	for _, l := range r.Lines {
+		if err := tx.Exec("INSERT INTO order_lines (order_id, sku, qty, unit_price_cents) VALUES (?, ?, ?, ?)",
+			r.OrderID, l.SKU, l.Qty, l.UnitPriceCents).Error; err != nil {
+			return fmt.Errorf("line %s: %w", l.SKU, err)
+		}
+	}
+	return nil
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Order reads one order with its lines; ErrNotFound when it does not exist.
+func (s *Store) Order(ctx context.Context, orderID string) (OrderRecord, error) {
+	var rows []struct {
+		OrderID        string
+		UserID         string
+		Status         string
+		AmountCents    int64
+		Currency       string
+		PayBy          *time.Time
+		PaidAt         *time.Time
+		PaymentEventID *string
+		ClosedReason   *string
+		CreatedAt      time.Time
+		UpdatedAt      time.Time
+	}
+	db := s.db.WithContext(ctx)
+	if err := db.Raw(`SELECT order_id, user_id, status, amount_cents, currency, pay_by, paid_at, payment_event_id,
+		closed_reason, created_at, updated_at FROM orders WHERE order_id = ?`, orderID).Scan(&rows).Error; err != nil {
+		return OrderRecord{}, fmt.Errorf("order %s: %w", orderID, err)
+	}
+	if len(rows) == 0 {
+		return OrderRecord{}, fmt.Errorf("order %s: %w", orderID, ErrNotFound)
+	}
+	r := rows[0]
+	rec := OrderRecord{
+		OrderID: r.OrderID, UserID: r.UserID, Status: ordersaga.Status(r.Status), AmountCents: r.AmountCents,
+		Currency: r.Currency, PayBy: utcPtr(r.PayBy), PaidAt: utcPtr(r.PaidAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if r.PaymentEventID != nil {
+		rec.PaymentEventID = *r.PaymentEventID
+	}
+	if r.ClosedReason != nil {
+		rec.ClosedReason = *r.ClosedReason
+	}
+	if err := db.Raw("SELECT sku, qty, unit_price_cents FROM order_lines WHERE order_id = ? ORDER BY sku", orderID).
+		Scan(&rec.Lines).Error; err != nil {
+		return OrderRecord{}, fmt.Errorf("order %s: lines: %w", orderID, err)
+	}
+	return rec, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// CloseOrder moves an open order to a final status (EXPIRED, CANCELLED, REJECTED). An order that never
+// reached the database (rejected before its deduct) is recorded with the given lines. A final status is
+// never changed, so a stale retry cannot undo a later transition; the record as it now stands is returned.
+func (s *Store) CloseOrder(ctx context.Context, r OrderRecord) (OrderRecord, error) {
+	if !r.Status.Final() || r.Status == ordersaga.StatusPaid {
+		return OrderRecord{}, fmt.Errorf("close order %s: status %q is not a closing status", r.OrderID, r.Status)
+	}
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		res := tx.Exec("UPDATE orders SET status = ?, closed_reason = ?, updated_at = ? WHERE order_id = ? AND status IN (?, ?)",
+			string(r.Status), nullable(r.ClosedReason), now, r.OrderID,
+			string(ordersaga.StatusReserving), string(ordersaga.StatusAwaitingPayment))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected > 0 {
+			return nil
+		}
+		var n int64
+		if err := tx.Raw("SELECT COUNT(*) FROM orders WHERE order_id = ?", r.OrderID).Scan(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil // already final
+		}
+		if err := insertOrder(tx, r, now); err != nil && !isDuplicate(err) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return OrderRecord{}, fmt.Errorf("close order %s: %w", r.OrderID, err)
+	}
+	return s.Order(ctx, r.OrderID)
+}
+
+// MarkPaid moves an AWAITING_PAYMENT order to PAID and records the payment as applied, in one transaction.
+// Running it again for the same event is a no-op; it fails with ErrOrderNotPayable when the order is in
+// any other state.
+func (s *Store) MarkPaid(ctx context.Context, p PaymentRecord, paidAt time.Time) error {
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec("UPDATE orders SET status = ?, paid_at = ?, payment_event_id = ?, updated_at = ? WHERE order_id = ? AND status = ?",
+			string(ordersaga.StatusPaid), paidAt, p.EventID, s.now(), p.OrderID, string(ordersaga.StatusAwaitingPayment))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			var cur []struct {
+				Status         string
+				PaymentEventID *string
+			}
+			if err := tx.Raw("SELECT status, payment_event_id FROM orders WHERE order_id = ?", p.OrderID).Scan(&cur).Error; err != nil {
+				return err
+			}
+			if len(cur) == 0 || cur[0].Status != string(ordersaga.StatusPaid) || cur[0].PaymentEventID == nil || *cur[0].PaymentEventID != p.EventID {
+				return ErrOrderNotPayable
+			}
+		}
+		p.Result = ordersaga.PaymentApplied
+		if err := insertPayment(tx, p, s.now()); err != nil && !isDuplicate(err) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark paid %s: %w", p.OrderID, err)
+	}
+	return nil
+}
+
+// ErrOrderNotPayable means the order is not awaiting payment (and was not paid by this event).
+var ErrOrderNotPayable = errors.New("order is not awaiting payment")
+
+func insertPayment(tx *gorm.DB, p PaymentRecord, now time.Time) error {
+	return tx.Exec(`INSERT INTO payments (event_id, order_id, amount_cents, currency, result, detail, refunded_at, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.EventID, p.OrderID, p.AmountCents, p.Currency, string(p.Result), nullable(p.Detail), p.RefundedAt, now).Error
+}
+
+// RecordPayment stores a payment event that was not applied (refunded, rejected amount). The first record of
+// an event wins: a second call returns the stored record and inserted=false, so a refund happens once.
+func (s *Store) RecordPayment(ctx context.Context, p PaymentRecord) (rec PaymentRecord, inserted bool, err error) {
+	if p.EventID == "" {
+		return PaymentRecord{}, false, errors.New("record payment: event_id is empty")
+	}
+	if p.Result == ordersaga.PaymentRefunded && p.RefundedAt == nil {
+		t := s.now()
+		p.RefundedAt = &t
+	}
+	err = s.inTx(ctx, func(tx *gorm.DB) error {
+		err := insertPayment(tx, p, s.now())
+		if err == nil {
+			inserted = true
+			return nil
+		}
+		if isDuplicate(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return PaymentRecord{}, false, fmt.Errorf("record payment %s: %w", p.EventID, err)
+	}
+	rec, err = s.Payment(ctx, p.EventID)
+	return rec, inserted, err
+}
+
+// Payment reads one payment event; ErrNotFound when unknown.
+func (s *Store) Payment(ctx context.Context, eventID string) (PaymentRecord, error) {
+	var rows []struct {
+		EventID     string
+		OrderID     string
+		AmountCents int64
+		Currency    string
+		Result      string
+		Detail      *string
+		RefundedAt  *time.Time
+		CreatedAt   time.Time
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT event_id, order_id, amount_cents, currency, result, detail, refunded_at, created_at
+		FROM payments WHERE event_id = ?`, eventID).Scan(&rows).Error; err != nil {
+		return PaymentRecord{}, fmt.Errorf("payment %s: %w", eventID, err)
+	}
+	if len(rows) == 0 {
+		return PaymentRecord{}, fmt.Errorf("payment %s: %w", eventID, ErrNotFound)
+	}
+	r := rows[0]
+	rec := PaymentRecord{EventID: r.EventID, OrderID: r.OrderID, AmountCents: r.AmountCents, Currency: r.Currency,
+		Result: ordersaga.PaymentResult(r.Result), RefundedAt: utcPtr(r.RefundedAt), CreatedAt: r.CreatedAt.UTC()}
+	if r.Detail != nil {
+		rec.Detail = *r.Detail
+	}
+	return rec, nil
+}

@@ -1,0 +1,267 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Ledger operations.
+const (
+	OpDeduct  = "DEDUCT"
+	OpRestore = "RESTORE"
+)
+
+// DeductInput is one order's deduct: every line in one transaction, and the order record with it.
+type DeductInput struct {
+	OrderID  string
+	UserID   string
+	Currency string
+	PayBy    time.Time
+	Lines    []ordersaga.Line
+}
+
+// DeductResult is the order as the database now holds it (lines priced).
+type DeductResult struct {
+	Lines       []ordersaga.Line
+	AmountCents int64
+	// AlreadyDone is true when an earlier attempt had committed the deduct.
+	AlreadyDone bool
+}
+
+// RestoreLine says what a restore did to one line.
+type RestoreLine struct {
+	SKU string
+	// Qty is the units given back (0 for a tombstone or a duplicate).
+	Qty       int64
+	Tombstone bool
+	Duplicate bool
+}
+
+// InventoryRow is one SKU of the inventory table.
+type InventoryRow struct {
+	SKU        string
+	Stock      int64
+	PriceCents int64
+	UpdatedAt  time.Time
+}
+
+var errAlreadyDeducted = errors.New("already deducted")
+
+func sortedLines(lines []ordersaga.Line) []ordersaga.Line {
+	out := append([]ordersaga.Line(nil), lines...)
+	sort.Slice(out, func(i, j int) bool { return out[i].SKU < out[j].SKU })
+	return out
+}
+
+func validateLines(op string, orderID string, lines []ordersaga.Line) error {
+	if orderID == "" {
+		return fmt.Errorf("%s: order_id is empty", op)
+	}
+	if len(lines) == 0 {
+		return fmt.Errorf("%s %s: no lines", op, orderID)
+	}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if l.SKU == "" || l.Qty <= 0 {
+			return fmt.Errorf("%s %s: line sku=%q qty=%d: sku must be set and qty positive", op, orderID, l.SKU, l.Qty)
+		}
+		if seen[l.SKU] {
+			return fmt.Errorf("%s %s: sku %q appears twice", op, orderID, l.SKU)
+		}
+		seen[l.SKU] = true
+	}
+	return nil
+}
+
+// Deduct takes the units of every line from db.stock in one transaction: per line the DEDUCT ledger row
+// first (UNIQUE (order_id, sku, op): a duplicate means an earlier attempt committed), then a refusal if a
+// RESTORE already exists for the line (the hanging anomaly), then the conditional UPDATE (0 rows = sold out,
+// and the whole transaction rolls back). The order record is written in the same transaction.
+func (s *Store) Deduct(ctx context.Context, in DeductInput) (DeductResult, error) {
+	if err := validateLines("deduct", in.OrderID, in.Lines); err != nil {
+		return DeductResult{}, err
+	}
+	lines := sortedLines(in.Lines) // one lock order for every transaction: no deadlock between two orders
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		for i, l := range lines {
+			res := tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES (?, ?, ?, ?, ?)",
+				in.OrderID, l.SKU, OpDeduct, l.Qty, now)
+			if res.Error != nil {
+				if isDuplicate(res.Error) {
+					return errAlreadyDeducted
+				}
+				return fmt.Errorf("deduct %s: ledger %s: %w", in.OrderID, l.SKU, res.Error)
+			}
+			var restores int64
+			if err := tx.Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND sku = ? AND op = ?"+s.forUpdate(),
+				in.OrderID, l.SKU, OpRestore).Scan(&restores).Error; err != nil {
+				return fmt.Errorf("deduct %s: check restore %s: %w", in.OrderID, l.SKU, err)
+			}
+			if restores > 0 {
+				return fmt.Errorf("deduct %s line %s: %w", in.OrderID, l.SKU, ErrCompensated)
+			}
+			res = tx.Exec("UPDATE inventory SET stock = stock - ?, updated_at = ? WHERE sku = ? AND stock >= ?",
+				l.Qty, now, l.SKU, l.Qty)
+			if res.Error != nil {
+				return fmt.Errorf("deduct %s: update %s: %w", in.OrderID, l.SKU, res.Error)
+			}
+			var price []int64
+			if err := tx.Raw("SELECT price_cents FROM inventory WHERE sku = ?", l.SKU).Scan(&price).Error; err != nil {
+				return fmt.Errorf("deduct %s: price %s: %w", in.OrderID, l.SKU, err)
+			}
+			if len(price) == 0 {
+				return fmt.Errorf("deduct %s: sku %s: %w", in.OrderID, l.SKU, ErrUnknownSKU)
+			}
+			if res.RowsAffected == 0 {
+				return &SoldOutError{SKU: l.SKU}
+			}
+			lines[i].UnitPriceCents = price[0]
+		}
+		rec := OrderRecord{
+			OrderID: in.OrderID, UserID: in.UserID, Status: ordersaga.StatusAwaitingPayment,
+			Currency: in.Currency, PayBy: &in.PayBy, Lines: lines,
+		}
+		if err := insertOrder(tx, rec, now); err != nil {
+			if isDuplicate(err) {
+				// The order was closed (rejected) before this deduct ran: it must not take stock.
+				return fmt.Errorf("deduct %s: order already recorded: %w", in.OrderID, ErrCompensated)
+			}
+			return fmt.Errorf("deduct %s: %w", in.OrderID, err)
+		}
+		return nil
+	})
+	if errors.Is(err, errAlreadyDeducted) {
+		rec, rerr := s.Order(ctx, in.OrderID)
+		if rerr != nil {
+			return DeductResult{}, fmt.Errorf("deduct %s: read committed order: %w", in.OrderID, rerr)
+		}
+		return DeductResult{Lines: rec.Lines, AmountCents: rec.AmountCents, AlreadyDone: true}, nil
+	}
+	if err != nil {
+		return DeductResult{}, err
+	}
+	return DeductResult{Lines: lines, AmountCents: ordersaga.Amount(lines)}, nil
+}
+
+// Restore gives back what Deduct took, for every line in one transaction, once: per line it reads the DEDUCT
+// row with a locking read (so a deduct committing right now is seen), then inserts the RESTORE row — with
+// the deducted qty, or 0 as a tombstone when nothing was deducted, which makes a late deduct refuse.
+func (s *Store) Restore(ctx context.Context, orderID string, lines []ordersaga.Line) ([]RestoreLine, error) {
+	if err := validateLines("restore", orderID, lines); err != nil {
+		return nil, err
+	}
+	sorted := sortedLines(lines)
+	var out []RestoreLine
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		out = out[:0]
+		now := s.now()
+		for _, l := range sorted {
+			var deducted []int64
+			if err := tx.Raw("SELECT qty FROM stock_ledger WHERE order_id = ? AND sku = ? AND op = ?"+s.forUpdate(),
+				orderID, l.SKU, OpDeduct).Scan(&deducted).Error; err != nil {
+				return fmt.Errorf("restore %s: read deduct %s: %w", orderID, l.SKU, err)
+			}
+			var qty int64
+			if len(deducted) > 0 {
+				qty = deducted[0]
+			}
+			res := tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES (?, ?, ?, ?, ?)",
+				orderID, l.SKU, OpRestore, qty, now)
+			if res.Error != nil {
+				if isDuplicate(res.Error) {
+					out = append(out, RestoreLine{SKU: l.SKU, Duplicate: true})
+					continue
+				}
+				return fmt.Errorf("restore %s: ledger %s: %w", orderID, l.SKU, res.Error)
+			}
+			if qty == 0 {
+				out = append(out, RestoreLine{SKU: l.SKU, Tombstone: true})
+				continue
+			}
+			if err := tx.Exec("UPDATE inventory SET stock = stock + ?, updated_at = ? WHERE sku = ?",
+				qty, now, l.SKU).Error; err != nil {
+				return fmt.Errorf("restore %s: update %s: %w", orderID, l.SKU, err)
+			}
+			out = append(out, RestoreLine{SKU: l.SKU, Qty: qty})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetInventory creates or replaces a SKU's stock and price (admin and seeding; not for orders).
+func (s *Store) SetInventory(ctx context.Context, sku string, stock, priceCents int64) error {
+	if sku == "" {
+		return errors.New("set inventory: sku is empty")
+	}
+	if stock < 0 || priceCents < 0 {
+		return fmt.Errorf("set inventory %s: stock and price_cents must not be negative (got %d, %d)", sku, stock, priceCents)
+	}
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		res := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, updated_at = ? WHERE sku = ?", stock, priceCents, now, sku)
+		if res.Error != nil {
+			return fmt.Errorf("set inventory %s: %w", sku, res.Error)
+		}
+		if res.RowsAffected > 0 {
+			return nil
+		}
+		var n int64
+		if err := tx.Raw("SELECT COUNT(*) FROM inventory WHERE sku = ?", sku).Scan(&n).Error; err != nil {
+			return fmt.Errorf("set inventory %s: %w", sku, err)
+		}
+		if n > 0 { // MySQL reports 0 rows affected when nothing changed
+			return nil
+		}
+		if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, updated_at) VALUES (?, ?, ?, ?)",
+			sku, stock, priceCents, now).Error; err != nil {
+			return fmt.Errorf("set inventory %s: %w", sku, err)
+		}
+		return nil
+	})
+}
+
+// Inventory reads one SKU; ErrNotFound when it does not exist.
+func (s *Store) Inventory(ctx context.Context, sku string) (InventoryRow, error) {
+	var rows []InventoryRow
+	if err := s.db.WithContext(ctx).Raw("SELECT sku, stock, price_cents, updated_at FROM inventory WHERE sku = ?", sku).
+		Scan(&rows).Error; err != nil {
+		return InventoryRow{}, fmt.Errorf("inventory %s: %w", sku, err)
+	}
+	if len(rows) == 0 {
+		return InventoryRow{}, fmt.Errorf("inventory %s: %w", sku, ErrNotFound)
+	}
+	return rows[0], nil
+}
+
+// LedgerTotals returns Σ DEDUCT and Σ RESTORE of a SKU (invariant I1).
+func (s *Store) LedgerTotals(ctx context.Context, sku string) (deducted, restored int64, err error) {
+	var rows []struct {
+		Op  string
+		Sum int64
+	}
+	if err := s.db.WithContext(ctx).Raw("SELECT op, COALESCE(SUM(qty), 0) AS sum FROM stock_ledger WHERE sku = ? GROUP BY op", sku).
+		Scan(&rows).Error; err != nil {
+		return 0, 0, fmt.Errorf("ledger totals %s: %w", sku, err)
+	}
+	for _, r := range rows {
+		switch r.Op {
+		case OpDeduct:
+			deducted = r.Sum
+		case OpRestore:
+			restored = r.Sum
+		}
+	}
+	return deducted, restored, nil
+}

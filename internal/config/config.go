@@ -1,0 +1,97 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting a process of ordersaga reads. Each field names its variable.
+type Config struct {
+	TemporalAddress   string // TEMPORAL_ADDRESS
+	TemporalNamespace string // TEMPORAL_NAMESPACE
+	RedisAddr         string // REDIS_ADDR
+	RedisKeyPrefix    string // REDIS_KEY_PREFIX
+	MySQLDSN          string // MYSQL_DSN
+	SQLitePath        string // SQLITE_PATH (used when MYSQL_DSN is empty)
+	LogFormat         string // LOG_FORMAT: json or text
+	LogLevel          string // LOG_LEVEL: debug, info, warn, error
+	// WorkerConcurrency bounds concurrent activity and workflow task executions per worker.
+	WorkerConcurrency int // WORKER_CONCURRENCY
+	// PaymentTimeout is the default time an order waits for payment.
+	PaymentTimeout time.Duration // ORDER_PAYMENT_TIMEOUT
+	Currency       string        // CURRENCY
+}
+
+// Defaults used when a variable is unset.
+var defaults = Config{
+	TemporalAddress:   "127.0.0.1:7233",
+	TemporalNamespace: "default",
+	LogFormat:         "json",
+	LogLevel:          "info",
+	WorkerConcurrency: 200,
+	PaymentTimeout:    15 * time.Minute,
+	Currency:          "CNY",
+}
+
+// FromEnv reads the configuration through getenv (os.Getenv in mains, a map in tests).
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := defaults
+	var errs []error
+	str := func(name string, dst *string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = v
+		}
+	}
+	str("TEMPORAL_ADDRESS", &c.TemporalAddress)
+	str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
+	str("REDIS_ADDR", &c.RedisAddr)
+	str("REDIS_KEY_PREFIX", &c.RedisKeyPrefix)
+	str("MYSQL_DSN", &c.MySQLDSN)
+	str("SQLITE_PATH", &c.SQLitePath)
+	str("LOG_FORMAT", &c.LogFormat)
+	str("LOG_LEVEL", &c.LogLevel)
+	str("CURRENCY", &c.Currency)
+	if v := strings.TrimSpace(getenv("WORKER_CONCURRENCY")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("WORKER_CONCURRENCY=%q: want a positive integer", v))
+		} else {
+			c.WorkerConcurrency = n
+		}
+	}
+	if v := strings.TrimSpace(getenv("ORDER_PAYMENT_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > 24*time.Hour {
+			errs = append(errs, fmt.Errorf("ORDER_PAYMENT_TIMEOUT=%q: want a Go duration between 1s and 24h, e.g. 15m", v))
+		} else {
+			c.PaymentTimeout = d
+		}
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("LOG_FORMAT=%q: want json or text", c.LogFormat))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel))
+	}
+	if len(c.Currency) != 3 || strings.ToUpper(c.Currency) != c.Currency {
+		errs = append(errs, fmt.Errorf("CURRENCY=%q: want a 3-letter upper-case ISO 4217 code", c.Currency))
+	}
+	return c, errors.Join(errs...)
+}
+
+// RequireStores checks that the real stores are configured (processes outside the local stack).
+func (c Config) RequireStores() error {
+	var errs []error
+	if c.RedisAddr == "" {
+		errs = append(errs, errors.New("REDIS_ADDR is not set: the address of Redis, e.g. 127.0.0.1:6379"))
+	}
+	if c.MySQLDSN == "" && c.SQLitePath == "" {
+		errs = append(errs, errors.New("MYSQL_DSN is not set: a DSN such as user:pass@tcp(127.0.0.1:3306)/ordersaga (or SQLITE_PATH for a single-machine SQLite file)"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,109 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// NewLogger builds the process logger: JSON in production, text in the local stack.
+func NewLogger(w io.Writer, format, level string) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(level)))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// DialTemporal connects a Temporal client with the SDK's logger bridged to slog.
+func DialTemporal(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    tlog.NewStructuredLogger(logger.With("component", "temporal")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal at TEMPORAL_ADDRESS=%s: %w", cfg.TemporalAddress, err)
+	}
+	return c, nil
+}
+
+// OpenRedis connects to Redis and checks it answers.
+func OpenRedis(ctx context.Context, addr string) (*redis.Client, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, MinIdleConns: 8})
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis at REDIS_ADDR=%s: %w", addr, err)
+	}
+	return rdb, nil
+}
+
+// OpenStores opens Redis and the database from the configuration (both must be set).
+func OpenStores(ctx context.Context, cfg config.Config) (*activities.RedisStock, *activities.Store, func(), error) {
+	rdb, err := OpenRedis(ctx, cfg.RedisAddr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := activities.OpenDB(ctx, cfg.MySQLDSN, cfg.SQLitePath)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, nil, err
+	}
+	closeFn := func() {
+		store.Close()
+		rdb.Close()
+	}
+	return activities.NewRedisStock(rdb, cfg.RedisKeyPrefix, 0), store, closeFn, nil
+}
+
+// RegisterSearchAttributes adds the order search attributes to a namespace; ones that exist are kept.
+func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	want := workflows.SearchAttributes()
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes of %s: %w", namespace, err)
+	}
+	for name := range have.GetCustomAttributes() {
+		delete(want, name)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: want,
+	})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("add search attributes to %s: %w", namespace, err)
+	}
+	return nil
+}
+
+// WorkerOptions are the order worker's options: concurrency from WORKER_CONCURRENCY, and a stop timeout so
+// in-flight activities finish on SIGTERM.
+func WorkerOptions(cfg config.Config) worker.Options {
+	return worker.Options{
+		MaxConcurrentActivityExecutionSize:     cfg.WorkerConcurrency,
+		MaxConcurrentWorkflowTaskExecutionSize: cfg.WorkerConcurrency,
+		WorkerStopTimeout:                      15 * time.Second,
+	}
+}

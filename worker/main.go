@@ -1,0 +1,64 @@
+// Command worker runs the order saga's Temporal worker: OrderWorkflow and its activities, the only process
+// that touches Redis and the database for orders. Configuration comes from the environment (README).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.RequireStores(); err != nil {
+		return err
+	}
+	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
+	redisStock, store, closeStores, err := platform.OpenStores(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStores()
+	c, err := platform.DialTemporal(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := platform.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
+		return err
+	}
+
+	w := worker.New(c, workflows.TaskQueue, platform.WorkerOptions(cfg))
+	workflows.Register(w, &activities.Activities{Redis: redisStock, Store: store})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	logger.Info("worker started", "task_queue", workflows.TaskQueue, "namespace", cfg.TemporalNamespace,
+		"temporal", cfg.TemporalAddress, "db", store.Dialect())
+	<-ctx.Done()
+	logger.Info("worker stopping: finishing in-flight tasks")
+	w.Stop()
+	return nil
+}

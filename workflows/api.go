@@ -1,0 +1,84 @@
+package workflows
+
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// TaskQueue is where order workflows and their activities run.
+const TaskQueue = "ordersaga-orders"
+
+// Names of the order workflow's messages.
+const (
+	// SignalPayment carries a PaymentSignal from the payment webhook.
+	SignalPayment = "payment"
+	// SignalCancel carries a CancelSignal from the cancel endpoint.
+	SignalCancel = "cancel"
+	// QueryStatus returns the order (ordersaga.Order) as the API shows it.
+	QueryStatus = "status"
+	// UpdateReservation waits until the reservation is decided and returns a Reservation; it is the update
+	// of Update-with-Start, so the API answers 201/409 in the request that placed the order.
+	UpdateReservation = "reservation"
+)
+
+// Defaults and limits of an order.
+const (
+	DefaultPaymentTimeout = 15 * time.Minute
+	// MaxPaymentTimeout bounds the deadline so a Redis marker (TTL 7 days) always outlives its order.
+	MaxPaymentTimeout = 24 * time.Hour
+)
+
+// OrderWorkflowID is the workflow ID of an order: one order, one saga, whatever retries the client makes.
+func OrderWorkflowID(orderID string) string { return "order-" + orderID }
+
+// OrderInput starts an OrderWorkflow.
+type OrderInput struct {
+	OrderID  string
+	UserID   string
+	Currency string
+	// Lines carry SKU and qty; the price comes from the database at deduct time.
+	Lines []ordersaga.Line
+	// PaymentTimeout is how long the order waits for payment once reserved (0 = DefaultPaymentTimeout).
+	PaymentTimeout time.Duration
+}
+
+// PaymentSignal is a payment the provider reported for an order.
+type PaymentSignal struct {
+	EventID     string
+	AmountCents int64
+	Currency    string
+}
+
+// CancelSignal asks to cancel an order awaiting payment.
+type CancelSignal struct {
+	Reason string
+}
+
+// Reservation is the answer of UpdateReservation: the order, and when it was rejected, why.
+type Reservation struct {
+	Order ordersaga.Order
+	// SoldOutSKU names the line that had too few units (set only when the order was rejected as sold out).
+	SoldOutSKU string
+	// UnknownSKU names a line whose SKU does not exist.
+	UnknownSKU string
+}
+
+// Custom search attributes upserted at every status change, for operators' list queries in the Temporal UI.
+var (
+	SAOrderStatus     = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
+	SAOrderSKUs       = temporal.NewSearchAttributeKeyKeywordList("OrderSKUs")
+	SAPaymentDeadline = temporal.NewSearchAttributeKeyTime("PaymentDeadline")
+)
+
+// SearchAttributes lists the custom search attributes a namespace must have registered before orders run.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		SAOrderStatus.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SAOrderSKUs.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+		SAPaymentDeadline.GetName(): enumspb.INDEXED_VALUE_TYPE_DATETIME,
+	}
+}

@@ -1,0 +1,51 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersaga/ordersaga/activities"
+)
+
+// Business outcomes never retry; everything else does.
+var nonRetryableTypes = []string{
+	activities.ErrTypeSoldOut, activities.ErrTypeCompensated, activities.ErrTypeUnknownSKU, activities.ErrTypeBadInput,
+}
+
+// Timeouts are short so that a step on a dead worker is retried on another within seconds; the
+// schedule-to-close bound on the forward steps makes an order decide (and compensate) instead of hanging.
+var (
+	reserveOptions = workflow.ActivityOptions{
+		StartToCloseTimeout:    5 * time.Second,
+		ScheduleToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 2 * time.Second,
+			NonRetryableErrorTypes: nonRetryableTypes,
+		},
+	}
+	deductOptions = workflow.ActivityOptions{
+		StartToCloseTimeout:    10 * time.Second,
+		ScheduleToCloseTimeout: 60 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 5 * time.Second,
+			NonRetryableErrorTypes: nonRetryableTypes,
+		},
+	}
+	confirmOptions = workflow.ActivityOptions{
+		StartToCloseTimeout:    5 * time.Second,
+		ScheduleToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 5 * time.Second,
+		},
+	}
+	// mustSucceedOptions is for compensation and record keeping: retry until it works, however long.
+	mustSucceedOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+			MaximumAttempts: 0,
+		},
+	}
+)

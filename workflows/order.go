@@ -1,0 +1,408 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
+)
+
+// acts is only used to name activity methods; the worker registers the real instance.
+var acts *activities.Activities
+
+// OrderWorkflow is the saga of one order: reserve every line in Redis (all or nothing), deduct every line
+// in the database, wait for the payment signal until the deadline, and compensate (restore the DB, then
+// release Redis) on sold out, failure, timeout or cancel. It never fails once its input is valid: every
+// outcome is a final status.
+func OrderWorkflow(ctx workflow.Context, in OrderInput) (ordersaga.Order, error) {
+	if err := ValidateInput(in); err != nil {
+		return ordersaga.Order{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeBadInput, err)
+	}
+	w := newOrderWorkflow(ctx, in)
+	if err := w.setup(ctx); err != nil {
+		return ordersaga.Order{}, err
+	}
+	return w.run(ctx)
+}
+
+type orderWorkflow struct {
+	in     OrderInput
+	order  ordersaga.Order
+	logger log.Logger
+
+	payments workflow.ReceiveChannel
+	cancels  workflow.ReceiveChannel
+
+	soldOutSKU, unknownSKU string
+	// reserveStarted/deductStarted: a step that was started is compensated whatever it answered, because
+	// an attempt may have landed after its timeout (the tombstones make that safe).
+	reserveStarted, deductStarted bool
+	compensated                   bool
+	// payResults remembers what became of each payment event this run has seen (lookups only).
+	payResults map[string]ordersaga.PaymentResult
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// ValidateInput checks an OrderInput; the API validates the same before it starts a workflow.
+func ValidateInput(in OrderInput) error {
+	if !idPattern.MatchString(in.OrderID) {
+		return fmt.Errorf("order input: order_id %q must be 1-64 chars of A-Za-z0-9._:-", in.OrderID)
+	}
+	if !idPattern.MatchString(in.UserID) {
+		return fmt.Errorf("order input: user_id %q must be 1-64 chars of A-Za-z0-9._:-", in.UserID)
+	}
+	if len(in.Currency) != 3 {
+		return fmt.Errorf("order input: currency %q must be a 3-letter ISO 4217 code", in.Currency)
+	}
+	if len(in.Lines) < 1 || len(in.Lines) > 20 {
+		return fmt.Errorf("order input: lines: want 1-20, got %d", len(in.Lines))
+	}
+	seen := make(map[string]bool, len(in.Lines))
+	for i, l := range in.Lines {
+		if !idPattern.MatchString(l.SKU) {
+			return fmt.Errorf("order input: lines[%d].sku %q must be 1-64 chars of A-Za-z0-9._-", i, l.SKU)
+		}
+		if l.Qty < 1 || l.Qty > 1000 {
+			return fmt.Errorf("order input: lines[%d].qty %d must be 1-1000", i, l.Qty)
+		}
+		if seen[l.SKU] {
+			return fmt.Errorf("order input: lines[%d].sku %q appears twice", i, l.SKU)
+		}
+		seen[l.SKU] = true
+	}
+	if in.PaymentTimeout < 0 || in.PaymentTimeout > MaxPaymentTimeout {
+		return fmt.Errorf("order input: payment timeout %s must be between 0 and %s", in.PaymentTimeout, MaxPaymentTimeout)
+	}
+	return nil
+}
+
+func newOrderWorkflow(ctx workflow.Context, in OrderInput) *orderWorkflow {
+	if in.PaymentTimeout == 0 {
+		in.PaymentTimeout = DefaultPaymentTimeout
+	}
+	lines := make([]ordersaga.Line, len(in.Lines))
+	for i, l := range in.Lines {
+		lines[i] = ordersaga.Line{SKU: l.SKU, Qty: l.Qty}
+	}
+	return &orderWorkflow{
+		in:         in,
+		order:      ordersaga.Order{OrderID: in.OrderID, UserID: in.UserID, Status: ordersaga.StatusReserving, Lines: lines},
+		logger:     log.With(workflow.GetLogger(ctx), "order_id", in.OrderID),
+		payResults: map[string]ordersaga.PaymentResult{},
+	}
+}
+
+func (w *orderWorkflow) setup(ctx workflow.Context) error {
+	w.payments = workflow.GetSignalChannel(ctx, SignalPayment)
+	w.cancels = workflow.GetSignalChannel(ctx, SignalCancel)
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ordersaga.Order, error) {
+		return w.view(), nil
+	}); err != nil {
+		return fmt.Errorf("set query handler: %w", err)
+	}
+	if err := workflow.SetUpdateHandler(ctx, UpdateReservation, func(ctx workflow.Context) (Reservation, error) {
+		if err := workflow.Await(ctx, func() bool { return w.order.Status != ordersaga.StatusReserving }); err != nil {
+			return Reservation{}, err
+		}
+		return Reservation{Order: w.view(), SoldOutSKU: w.soldOutSKU, UnknownSKU: w.unknownSKU}, nil
+	}); err != nil {
+		return fmt.Errorf("set update handler: %w", err)
+	}
+	skus := make([]string, len(w.order.Lines))
+	for i, l := range w.order.Lines {
+		skus[i] = l.SKU
+	}
+	return w.upsert(ctx, SAOrderSKUs.ValueSet(skus))
+}
+
+func (w *orderWorkflow) run(ctx workflow.Context) (ordersaga.Order, error) {
+	if err := w.reserve(ctx); err != nil {
+		return w.reject(ctx, err)
+	}
+	if err := w.deduct(ctx); err != nil {
+		return w.reject(ctx, err)
+	}
+	if err := w.setStatus(ctx, ordersaga.StatusAwaitingPayment, ""); err != nil {
+		return ordersaga.Order{}, err
+	}
+	w.confirm(ctx)
+	if err := w.awaitPayment(ctx); err != nil {
+		return ordersaga.Order{}, err
+	}
+	w.refundLatePayments(ctx)
+	return w.view(), nil
+}
+
+// view is a copy of the order, safe to hand out of the workflow.
+func (w *orderWorkflow) view() ordersaga.Order {
+	o := w.order
+	o.Lines = append([]ordersaga.Line(nil), w.order.Lines...)
+	return o
+}
+
+func (w *orderWorkflow) upsert(ctx workflow.Context, updates ...temporal.SearchAttributeUpdate) error {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		return fmt.Errorf("upsert search attributes: %w", err)
+	}
+	return nil
+}
+
+func (w *orderWorkflow) setStatus(ctx workflow.Context, s ordersaga.Status, reason string) error {
+	w.order.Status = s
+	w.order.ClosedReason = reason
+	updates := []temporal.SearchAttributeUpdate{SAOrderStatus.ValueSet(string(s))}
+	if s == ordersaga.StatusAwaitingPayment && w.order.PayBy != nil {
+		updates = append(updates, SAPaymentDeadline.ValueSet(*w.order.PayBy))
+	}
+	w.logger.Info("order status", "status", string(s), "reason", reason)
+	return w.upsert(ctx, updates...)
+}
+
+// reserve holds every line in Redis, in parallel; any line's failure fails the reservation.
+func (w *orderWorkflow) reserve(ctx workflow.Context) error {
+	actx := workflow.WithActivityOptions(ctx, reserveOptions)
+	futures := make([]workflow.Future, len(w.order.Lines))
+	for i, l := range w.order.Lines {
+		futures[i] = workflow.ExecuteActivity(actx, acts.ReserveLine,
+			activities.LineInput{OrderID: w.in.OrderID, SKU: l.SKU, Qty: l.Qty})
+	}
+	w.reserveStarted = true
+	var first error
+	for i, f := range futures {
+		var out activities.ReserveOutcome
+		if err := f.Get(ctx, &out); err != nil {
+			w.noteBusinessFailure(err, w.order.Lines[i].SKU)
+			if first == nil {
+				first = fmt.Errorf("reserve %s: %w", w.order.Lines[i].SKU, err)
+			}
+		}
+	}
+	return first
+}
+
+// deduct takes every line from the database in one transaction and prices the order.
+func (w *orderWorkflow) deduct(ctx workflow.Context) error {
+	payBy := workflow.Now(ctx).Add(w.in.PaymentTimeout).UTC()
+	w.deductStarted = true
+	var res activities.DeductResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deductOptions), acts.DeductOrder, activities.DeductInput{
+		OrderID: w.in.OrderID, UserID: w.in.UserID, Currency: w.in.Currency, PayBy: payBy, Lines: w.order.Lines,
+	}).Get(ctx, &res)
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeSoldOut {
+			var sku string
+			if appErr.HasDetails() && appErr.Details(&sku) == nil {
+				w.soldOutSKU = sku
+			}
+		}
+		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeUnknownSKU && w.unknownSKU == "" {
+			w.unknownSKU = "(see closed_reason)"
+		}
+		return fmt.Errorf("deduct: %w", err)
+	}
+	w.order.Lines = res.Lines
+	w.order.AmountCents = res.AmountCents
+	w.order.PayBy = &payBy
+	return nil
+}
+
+// noteBusinessFailure remembers which SKU made the order fail, for the API's answer.
+func (w *orderWorkflow) noteBusinessFailure(err error, sku string) {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		return
+	}
+	switch appErr.Type() {
+	case activities.ErrTypeSoldOut:
+		if w.soldOutSKU == "" {
+			w.soldOutSKU = sku
+		}
+	case activities.ErrTypeUnknownSKU:
+		if w.unknownSKU == "" {
+			w.unknownSKU = sku
+		}
+	}
+}
+
+// confirm drops the Redis holds once the DB owns the deduct. Failing here is harmless (the hold stays in
+// the holds hash, reconciliation drops it), so the order goes on either way.
+func (w *orderWorkflow) confirm(ctx workflow.Context) {
+	skus := make([]string, len(w.order.Lines))
+	for i, l := range w.order.Lines {
+		skus[i] = l.SKU
+	}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, confirmOptions), acts.ConfirmLines,
+		activities.ConfirmInput{OrderID: w.in.OrderID, SKUs: skus}).Get(ctx, nil)
+	if err != nil {
+		w.logger.Warn("confirm holds failed; reconciliation will drop them", "error", err)
+	}
+}
+
+// reject closes an order whose reservation or deduct failed: status REJECTED at once (the API answers),
+// then compensation of every step that was started, then the record.
+func (w *orderWorkflow) reject(ctx workflow.Context, cause error) (ordersaga.Order, error) {
+	reason := "reservation failed: " + cause.Error()
+	switch {
+	case w.soldOutSKU != "":
+		reason = "sold out: " + w.soldOutSKU
+	case w.unknownSKU != "":
+		reason = "unknown sku: " + w.unknownSKU
+	}
+	if err := w.setStatus(ctx, ordersaga.StatusRejected, reason); err != nil {
+		return ordersaga.Order{}, err
+	}
+	w.compensate(ctx)
+	w.record(ctx)
+	w.refundLatePayments(ctx)
+	return w.view(), nil
+}
+
+// compensate undoes every started step on a disconnected context (a cancelled workflow still cleans up):
+// the DB restore first, then the Redis release, so Redis never promises more than the DB has (I3).
+// Both retry until they succeed.
+func (w *orderWorkflow) compensate(ctx workflow.Context) {
+	cctx, _ := workflow.NewDisconnectedContext(ctx)
+	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
+	if w.deductStarted {
+		if err := workflow.ExecuteActivity(cctx, acts.RestoreOrder,
+			activities.RestoreInput{OrderID: w.in.OrderID, Lines: w.order.Lines}).Get(cctx, nil); err != nil {
+			w.logger.Error("restore failed", "error", err)
+		}
+	}
+	if w.reserveStarted {
+		futures := make([]workflow.Future, len(w.order.Lines))
+		for i, l := range w.order.Lines {
+			futures[i] = workflow.ExecuteActivity(cctx, acts.ReleaseLine, activities.LineInput{OrderID: w.in.OrderID, SKU: l.SKU, Qty: l.Qty})
+		}
+		for i, f := range futures {
+			if err := f.Get(cctx, nil); err != nil {
+				w.logger.Error("release failed", "sku", w.order.Lines[i].SKU, "error", err)
+			}
+		}
+	}
+	w.compensated = true
+}
+
+// record writes the closed order to the database.
+func (w *orderWorkflow) record(ctx workflow.Context) {
+	cctx, _ := workflow.NewDisconnectedContext(ctx)
+	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
+	rec := activities.OrderRecord{
+		OrderID: w.in.OrderID, UserID: w.in.UserID, Status: w.order.Status, Currency: w.in.Currency,
+		PayBy: w.order.PayBy, ClosedReason: w.order.ClosedReason, Lines: w.order.Lines,
+	}
+	if err := workflow.ExecuteActivity(cctx, acts.CloseOrder, rec).Get(cctx, nil); err != nil {
+		w.logger.Error("record closed order failed", "error", err)
+	}
+}
+
+// awaitPayment waits for a matching payment, a cancel or the deadline.
+func (w *orderWorkflow) awaitPayment(ctx workflow.Context) error {
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	deadline := workflow.NewTimer(timerCtx, w.order.PayBy.Sub(workflow.Now(ctx)))
+	var stepErr error
+	for w.order.Status == ordersaga.StatusAwaitingPayment && stepErr == nil {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(w.payments, func(c workflow.ReceiveChannel, _ bool) {
+			var p PaymentSignal
+			c.Receive(ctx, &p)
+			stepErr = w.onPayment(ctx, p)
+		})
+		sel.AddReceive(w.cancels, func(c workflow.ReceiveChannel, _ bool) {
+			var s CancelSignal
+			c.Receive(ctx, &s)
+			reason := "cancelled"
+			if s.Reason != "" {
+				reason = "cancelled: " + s.Reason
+			}
+			stepErr = w.close(ctx, ordersaga.StatusCancelled, reason)
+		})
+		sel.AddFuture(deadline, func(workflow.Future) {
+			stepErr = w.close(ctx, ordersaga.StatusExpired, "payment deadline passed")
+		})
+		sel.Select(ctx)
+	}
+	return stepErr
+}
+
+// close ends an unpaid order: compensate, then record.
+func (w *orderWorkflow) close(ctx workflow.Context, s ordersaga.Status, reason string) error {
+	if err := w.setStatus(ctx, s, reason); err != nil {
+		return err
+	}
+	w.compensate(ctx)
+	w.record(ctx)
+	return nil
+}
+
+// onPayment applies a payment that matches the order's amount and currency; any other is recorded as
+// rejected and the order keeps waiting.
+func (w *orderWorkflow) onPayment(ctx workflow.Context, p PaymentSignal) error {
+	if p.EventID == "" {
+		w.logger.Warn("payment signal without event id ignored")
+		return nil
+	}
+	if _, seen := w.payResults[p.EventID]; seen {
+		return nil // duplicate delivery
+	}
+	cctx, _ := workflow.NewDisconnectedContext(ctx)
+	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
+	rec := activities.PaymentRecord{EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency}
+	if p.AmountCents != w.order.AmountCents || p.Currency != w.in.Currency {
+		rec.Result = ordersaga.PaymentRejectedAmount
+		rec.Detail = fmt.Sprintf("expected %d %s", w.order.AmountCents, w.in.Currency)
+		w.logger.Warn("payment amount mismatch", "event_id", p.EventID, "amount_cents", p.AmountCents,
+			"currency", p.Currency, "expected_cents", w.order.AmountCents)
+		w.payResults[p.EventID] = ordersaga.PaymentRejectedAmount
+		return workflow.ExecuteActivity(cctx, acts.RecordPayment, rec).Get(cctx, nil)
+	}
+	paidAt := workflow.Now(ctx).UTC()
+	err := workflow.ExecuteActivity(cctx, acts.MarkPaid, activities.MarkPaidInput{Payment: rec, PaidAt: paidAt}).Get(cctx, nil)
+	if err != nil {
+		// The database refused the transition: keep the money safe by refunding, keep waiting.
+		w.logger.Error("mark paid refused; refunding", "event_id", p.EventID, "error", err)
+		return w.refund(ctx, p, "order could not be marked paid")
+	}
+	w.payResults[p.EventID] = ordersaga.PaymentApplied
+	w.order.PaidAt = &paidAt
+	return w.setStatus(ctx, ordersaga.StatusPaid, "")
+}
+
+// refund records a payment that must go back to the payer, once per event.
+func (w *orderWorkflow) refund(ctx workflow.Context, p PaymentSignal, why string) error {
+	cctx, _ := workflow.NewDisconnectedContext(ctx)
+	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
+	w.payResults[p.EventID] = ordersaga.PaymentRefunded
+	return workflow.ExecuteActivity(cctx, acts.RecordPayment, activities.PaymentRecord{
+		EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency,
+		Result: ordersaga.PaymentRefunded, Detail: why,
+	}).Get(cctx, nil)
+}
+
+// refundLatePayments handles the payments that arrived once the order was final: recorded for refund,
+// never applied. Duplicates of an event already handled are ignored.
+func (w *orderWorkflow) refundLatePayments(ctx workflow.Context) {
+	for {
+		var p PaymentSignal
+		if !w.payments.ReceiveAsync(&p) {
+			break
+		}
+		if _, seen := w.payResults[p.EventID]; seen || p.EventID == "" {
+			continue
+		}
+		if err := w.refund(ctx, p, "payment arrived after the order was "+string(w.order.Status)); err != nil {
+			w.logger.Error("record refund failed", "event_id", p.EventID, "error", err)
+		}
+	}
+	for w.cancels.ReceiveAsync(nil) {
+	}
+}

@@ -1,0 +1,13 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ordersaga/ordersaga/activities"
+)
+
+// Register puts the order saga's workflow and activities on a worker.
+func Register(r worker.Registry, a *activities.Activities) {
+	r.RegisterWorkflow(OrderWorkflow)
+	r.RegisterActivity(a)
+}
