@@ -1,0 +1,119 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ordersaga/ordersaga/activities"
+)
+
+// RandomID returns n random bytes as hex.
+func RandomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// RealMySQL reports whether MYSQL_DSN points the tests at a real server.
+func RealMySQL() bool { return os.Getenv("MYSQL_DSN") != "" }
+
+// RealRedis reports whether REDIS_ADDR points the tests at a real server.
+func RealRedis() bool { return os.Getenv("REDIS_ADDR") != "" }
+
+// MustOpenStore opens a migrated database of the test's own: a new MySQL database on the MYSQL_DSN server
+// (dropped at cleanup), or a SQLite file in a temp dir.
+func MustOpenStore(tb testing.TB) *activities.Store {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !RealMySQL() {
+		store, err := activities.OpenDB(ctx, "", filepath.Join(tb.TempDir(), "ordersaga.db"))
+		if err != nil {
+			tb.Fatalf("open sqlite store: %v", err)
+		}
+		tb.Cleanup(func() { store.Close() })
+		return store
+	}
+	dsn := MySQLDatabase(tb)
+	store, err := activities.OpenDB(ctx, dsn, "")
+	if err != nil {
+		tb.Fatalf("open mysql store: %v", err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	return store
+}
+
+// MySQLDatabase creates an empty database on the MYSQL_DSN server, dropped at cleanup, and returns its DSN.
+func MySQLDatabase(tb testing.TB) string {
+	tb.Helper()
+	cfg, err := mysql.ParseDSN(os.Getenv("MYSQL_DSN"))
+	if err != nil {
+		tb.Fatalf("MYSQL_DSN: %v", err)
+	}
+	name := "ordersaga_t_" + RandomID(6)
+	admin := cfg.Clone()
+	admin.DBName = ""
+	db, err := sql.Open("mysql", admin.FormatDSN())
+	if err != nil {
+		tb.Fatalf("open mysql: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		tb.Fatalf("create database %s: %v", name, err)
+	}
+	tb.Cleanup(func() {
+		db, err := sql.Open("mysql", admin.FormatDSN())
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name)
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+// MustOpenRedis returns a Redis layer of the test's own: the REDIS_ADDR server under a fresh key prefix
+// (its keys deleted at cleanup), or a fresh miniredis.
+func MustOpenRedis(tb testing.TB) *activities.RedisStock {
+	tb.Helper()
+	rdb, prefix := RedisClient(tb)
+	return activities.NewRedisStock(rdb, prefix, 0)
+}
+
+// RedisClient returns a client and a key prefix of the test's own (see MustOpenRedis).
+func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
+	tb.Helper()
+	if !RealRedis() {
+		mr := miniredis.RunT(tb)
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		tb.Cleanup(func() { rdb.Close() })
+		return rdb, ""
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR"), PoolSize: 256})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		tb.Fatalf("redis at REDIS_ADDR: %v", err)
+	}
+	prefix := "t" + RandomID(6) + ":"
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		rdb.Close()
+	})
+	return rdb, prefix
+}
