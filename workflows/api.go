@@ -23,6 +23,12 @@ const (
 	// UpdateReservation waits until the reservation is decided and returns a Reservation; it is the update
 	// of Update-with-Start, so the API answers 201/409 in the request that placed the order.
 	UpdateReservation = "reservation"
+	// UpdatePay applies a PaymentSignal like SignalPayment and returns its ordersaga.PaymentResult once
+	// decided (the webhook's answer).
+	UpdatePay = "pay"
+	// UpdateCancel cancels like SignalCancel and returns the order once it is final and compensated
+	// (status CANCELLED, or PAID/EXPIRED/REJECTED when it was too late to cancel).
+	UpdateCancel = "requestCancel"
 )
 
 // Defaults and limits of an order.

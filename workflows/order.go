@@ -36,8 +36,9 @@ type orderWorkflow struct {
 	order  ordersaga.Order
 	logger log.Logger
 
-	payments workflow.ReceiveChannel
-	cancels  workflow.ReceiveChannel
+	payments, cancels     workflow.ReceiveChannel // signals
+	payQueue, cancelQueue workflow.Channel        // updates
+	drained               bool                    // late payments handled; the loop is over
 
 	soldOutSKU, unknownSKU string
 	// reserveStarted/deductStarted: a step that was started is compensated whatever it answered, because
@@ -102,6 +103,9 @@ func newOrderWorkflow(ctx workflow.Context, in OrderInput) *orderWorkflow {
 func (w *orderWorkflow) setup(ctx workflow.Context) error {
 	w.payments = workflow.GetSignalChannel(ctx, SignalPayment)
 	w.cancels = workflow.GetSignalChannel(ctx, SignalCancel)
+	if err := w.setupUpdates(ctx); err != nil {
+		return fmt.Errorf("set update handlers: %w", err)
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ordersaga.Order, error) {
 		return w.view(), nil
 	}); err != nil {
@@ -312,12 +316,12 @@ func (w *orderWorkflow) awaitPayment(ctx workflow.Context) error {
 	var stepErr error
 	for w.order.Status == ordersaga.StatusAwaitingPayment && stepErr == nil {
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(w.payments, func(c workflow.ReceiveChannel, _ bool) {
+		onPay := func(c workflow.ReceiveChannel, _ bool) {
 			var p PaymentSignal
 			c.Receive(ctx, &p)
 			stepErr = w.onPayment(ctx, p)
-		})
-		sel.AddReceive(w.cancels, func(c workflow.ReceiveChannel, _ bool) {
+		}
+		onCancel := func(c workflow.ReceiveChannel, _ bool) {
 			var s CancelSignal
 			c.Receive(ctx, &s)
 			reason := "cancelled"
@@ -325,7 +329,11 @@ func (w *orderWorkflow) awaitPayment(ctx workflow.Context) error {
 				reason = "cancelled: " + s.Reason
 			}
 			stepErr = w.close(ctx, ordersaga.StatusCancelled, reason)
-		})
+		}
+		sel.AddReceive(w.payments, onPay)
+		sel.AddReceive(w.payQueue, onPay)
+		sel.AddReceive(w.cancels, onCancel)
+		sel.AddReceive(w.cancelQueue, onCancel)
 		sel.AddFuture(deadline, func(workflow.Future) {
 			stepErr = w.close(ctx, ordersaga.StatusExpired, "payment deadline passed")
 		})
@@ -390,19 +398,29 @@ func (w *orderWorkflow) refund(ctx workflow.Context, p PaymentSignal, why string
 
 // refundLatePayments handles the payments that arrived once the order was final: recorded for refund,
 // never applied. Duplicates of an event already handled are ignored.
+// It then waits for update handlers still running, so none is cut off by the workflow's completion.
 func (w *orderWorkflow) refundLatePayments(ctx workflow.Context) {
-	for {
-		var p PaymentSignal
-		if !w.payments.ReceiveAsync(&p) {
-			break
-		}
-		if _, seen := w.payResults[p.EventID]; seen || p.EventID == "" {
-			continue
-		}
-		if err := w.refund(ctx, p, "payment arrived after the order was "+string(w.order.Status)); err != nil {
-			w.logger.Error("record refund failed", "event_id", p.EventID, "error", err)
+	for _, ch := range []workflow.ReceiveChannel{w.payments, w.payQueue} {
+		for {
+			var p PaymentSignal
+			if !ch.ReceiveAsync(&p) {
+				break
+			}
+			if _, seen := w.payResults[p.EventID]; seen || p.EventID == "" {
+				continue
+			}
+			if err := w.refund(ctx, p, "payment arrived after the order was "+string(w.order.Status)); err != nil {
+				w.logger.Error("record refund failed", "event_id", p.EventID, "error", err)
+			}
 		}
 	}
-	for w.cancels.ReceiveAsync(nil) {
+	for _, ch := range []workflow.ReceiveChannel{w.cancels, w.cancelQueue} {
+		var s CancelSignal
+		for ch.ReceiveAsync(&s) {
+		}
+	}
+	w.drained = true
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		w.logger.Warn("waiting for update handlers", "error", err)
 	}
 }
