@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/invariants"
+	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+var updateHistories = flag.Bool("update-histories", false, "record the paid, expired and sold-out histories into workflows/testdata")
+
+type placed struct {
+	orderID string
+	group   string // paid, cancel, expire
+	res     workflows.Reservation
+}
+
+// TestSagaEndToEnd places 200 orders on 3 SKUs with more demand than stock; a third is paid, a third
+// cancelled, a third left to expire. At the end I1–I4 hold exactly and every workflow is closed.
+func TestSagaEndToEnd(t *testing.T) {
+	env := sagatest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	stock := map[string]int64{"E2E-A": 40, "E2E-B": 30, "E2E-C": 20}
+	prices := map[string]int64{"E2E-A": 999, "E2E-B": 1500, "E2E-C": 250}
+	for sku, n := range stock {
+		env.Stock(t, sku, n, prices[sku])
+	}
+	skus := []string{"E2E-A", "E2E-B", "E2E-C"}
+	rng := rand.New(rand.NewPCG(42, 7))
+	const n = 200
+	inputs := make([]workflows.OrderInput, n)
+	demand := int64(0)
+	for i := range inputs {
+		first := rng.IntN(3)
+		lines := []ordersaga.Line{{SKU: skus[first], Qty: int64(1 + rng.IntN(3))}}
+		if rng.IntN(3) == 0 {
+			lines = append(lines, ordersaga.Line{SKU: skus[(first+1)%3], Qty: int64(1 + rng.IntN(2))})
+		}
+		for _, l := range lines {
+			demand += l.Qty
+		}
+		timeout := time.Minute
+		if i%3 == 2 {
+			timeout = 3 * time.Second
+		}
+		inputs[i] = workflows.OrderInput{
+			OrderID: fmt.Sprintf("e2e-%03d", i), UserID: fmt.Sprintf("u-%d", i%17), Currency: "CNY",
+			Lines: lines, PaymentTimeout: timeout,
+		}
+	}
+
+	started := time.Now()
+	results := make([]placed, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 50)
+	errs := make(chan error, n)
+	for i, in := range inputs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			group := []string{"paid", "cancel", "expire"}[i%3]
+			res, err := orderclient.Place(ctx, env.Client, in)
+			if err != nil {
+				errs <- err
+				return
+			}
+			// A retried request attaches to the same saga and gets the same answer.
+			if i%10 == 0 {
+				again, err := orderclient.Place(ctx, env.Client, in)
+				if err != nil {
+					errs <- fmt.Errorf("replayed place %s: %w", in.OrderID, err)
+					return
+				}
+				if again.Order.Status != res.Order.Status && res.Order.Status == ordersaga.StatusAwaitingPayment {
+					errs <- fmt.Errorf("replayed place %s: status %s, first %s", in.OrderID, again.Order.Status, res.Order.Status)
+				}
+			}
+			results[i] = placed{orderID: in.OrderID, group: group, res: res}
+			if res.Order.Status != ordersaga.StatusAwaitingPayment {
+				return
+			}
+			switch group {
+			case "paid":
+				r, err := orderclient.Pay(ctx, env.Client, in.OrderID, workflows.PaymentSignal{
+					EventID: "evt-" + in.OrderID, AmountCents: res.Order.AmountCents, Currency: "CNY"})
+				if err != nil || r != ordersaga.PaymentApplied {
+					errs <- fmt.Errorf("pay %s: %v %v", in.OrderID, r, err)
+				}
+			case "cancel":
+				o, err := orderclient.Cancel(ctx, env.Client, in.OrderID, "changed my mind")
+				if err != nil || o.Status != ordersaga.StatusCancelled {
+					errs <- fmt.Errorf("cancel %s: %v %v", in.OrderID, o.Status, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	placedIn := time.Since(started)
+
+	counts := map[ordersaga.Status]int{}
+	for i, p := range results {
+		if p.orderID == "" {
+			continue
+		}
+		var final ordersaga.Order
+		if err := env.Client.GetWorkflow(ctx, workflows.OrderWorkflowID(p.orderID), "").Get(ctx, &final); err != nil {
+			t.Fatalf("order %s: %v", p.orderID, err)
+		}
+		counts[final.Status]++
+		want := map[string]ordersaga.Status{"paid": ordersaga.StatusPaid, "cancel": ordersaga.StatusCancelled, "expire": ordersaga.StatusExpired}[p.group]
+		if p.res.Order.Status == ordersaga.StatusRejected {
+			want = ordersaga.StatusRejected
+			if p.res.SoldOutSKU == "" || !strings.HasPrefix(final.ClosedReason, "sold out: ") {
+				t.Errorf("order %s rejected without a sold-out SKU: %+v", p.orderID, p.res)
+			}
+		}
+		if final.Status != want {
+			t.Errorf("order %d %s (%s): final status %s, want %s", i, p.orderID, p.group, final.Status, want)
+		}
+		rec, err := env.Store.Order(ctx, p.orderID)
+		if err != nil {
+			t.Errorf("order %s not in the database: %v", p.orderID, err)
+		} else if rec.Status != final.Status {
+			t.Errorf("order %s: database says %s, workflow %s", p.orderID, rec.Status, final.Status)
+		}
+	}
+	if counts[ordersaga.StatusRejected] == 0 || counts[ordersaga.StatusPaid] == 0 || counts[ordersaga.StatusExpired] == 0 || counts[ordersaga.StatusCancelled] == 0 {
+		t.Errorf("every outcome should occur with demand %d > stock 90: %v", demand, counts)
+	}
+
+	rep, err := invariants.Check(ctx, env.Store, env.Redis, stock, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Errorf("invariants violated:\n%s", rep)
+	}
+	// Visibility is eventually consistent: give it a few seconds to catch up with the closes.
+	var running int64 = -1
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		open, err := env.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: "ExecutionStatus = 'Running'"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if running = open.GetCount(); running == 0 {
+			break
+		}
+	}
+	if running != 0 {
+		t.Errorf("%d workflows still running", running)
+	}
+	t.Logf("e2e: %d orders (demand %d units, stock 90) placed and acted on in %s; outcomes %v; db=%s\n%s",
+		n, demand, placedIn.Round(time.Millisecond), counts, env.Store.Dialect(), rep)
+
+	if *updateHistories {
+		recordHistories(t, ctx, env.Client, results)
+	}
+}
+
+// recordHistories writes one history of each path the replay test covers.
+func recordHistories(t *testing.T, ctx context.Context, c client.Client, results []placed) {
+	want := map[string]string{"paid": "paid.json", "expire": "expired.json", "sold-out": "sold_out.json"}
+	for _, p := range results {
+		kind := p.group
+		if p.res.Order.Status == ordersaga.StatusRejected {
+			kind = "sold-out"
+		}
+		name, ok := want[kind]
+		if !ok {
+			continue
+		}
+		delete(want, kind)
+		iter := c.GetWorkflowHistory(ctx, workflows.OrderWorkflowID(p.orderID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		hist := &historypb.History{}
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist.Events = append(hist.Events, ev)
+		}
+		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("..", "..", "workflows", "testdata", name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("recorded %s (%d events) from %s", path, len(hist.Events), p.orderID)
+	}
+	if len(want) > 0 {
+		t.Errorf("no history recorded for %v", want)
+	}
+}

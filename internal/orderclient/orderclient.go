@@ -1,0 +1,83 @@
+package orderclient
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// Place starts the order's workflow (or attaches to the running one: the workflow ID comes from the order
+// ID, so a retry never starts a second saga) and waits until its reservation is decided.
+func Place(ctx context.Context, c client.Client, in workflows.OrderInput) (workflows.Reservation, error) {
+	op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       workflows.OrderWorkflowID(in.OrderID),
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, workflows.OrderWorkflow, in)
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: op,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName:   workflows.UpdateReservation,
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return workflows.Reservation{}, fmt.Errorf("place order %s: %w", in.OrderID, err)
+	}
+	var res workflows.Reservation
+	if err := h.Get(ctx, &res); err != nil {
+		return workflows.Reservation{}, fmt.Errorf("place order %s: %w", in.OrderID, err)
+	}
+	return res, nil
+}
+
+// Pay applies a payment through the workflow's pay update and returns what became of it.
+func Pay(ctx context.Context, c client.Client, orderID string, p workflows.PaymentSignal) (ordersaga.PaymentResult, error) {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.OrderWorkflowID(orderID), UpdateName: workflows.UpdatePay,
+		Args: []any{p}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return "", fmt.Errorf("pay order %s: %w", orderID, err)
+	}
+	var res ordersaga.PaymentResult
+	if err := h.Get(ctx, &res); err != nil {
+		return "", fmt.Errorf("pay order %s: %w", orderID, err)
+	}
+	return res, nil
+}
+
+// Cancel cancels an order and returns it once final and compensated.
+func Cancel(ctx context.Context, c client.Client, orderID, reason string) (ordersaga.Order, error) {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.OrderWorkflowID(orderID), UpdateName: workflows.UpdateCancel,
+		Args: []any{reason}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return ordersaga.Order{}, fmt.Errorf("cancel order %s: %w", orderID, err)
+	}
+	var o ordersaga.Order
+	if err := h.Get(ctx, &o); err != nil {
+		return ordersaga.Order{}, fmt.Errorf("cancel order %s: %w", orderID, err)
+	}
+	return o, nil
+}
+
+// Status queries a running order's workflow.
+func Status(ctx context.Context, c client.Client, orderID string) (ordersaga.Order, error) {
+	v, err := c.QueryWorkflow(ctx, workflows.OrderWorkflowID(orderID), "", workflows.QueryStatus)
+	if err != nil {
+		return ordersaga.Order{}, fmt.Errorf("order %s status: %w", orderID, err)
+	}
+	var o ordersaga.Order
+	if err := v.Get(&o); err != nil {
+		return ordersaga.Order{}, fmt.Errorf("order %s status: %w", orderID, err)
+	}
+	return o, nil
+}

@@ -1,0 +1,69 @@
+package sagatest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/testenv"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// Env is a running saga: server, client, stores and worker.
+type Env struct {
+	Server *temporaltest.TestServer
+	Client client.Client
+	Store  *activities.Store
+	Redis  *activities.RedisStock
+	Acts   *activities.Activities
+	Worker worker.Worker
+}
+
+// Start brings up a Temporal test server with the order search attributes, the test's stores and a worker.
+func Start(tb testing.TB) *Env {
+	tb.Helper()
+	t, ok := tb.(*testing.T)
+	var opts []temporaltest.TestServerOption
+	if ok {
+		opts = append(opts, temporaltest.WithT(t))
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts = append(opts, temporaltest.WithBaseClientOptions(client.Options{Logger: tlog.NewStructuredLogger(logger)}))
+	srv := temporaltest.NewServer(opts...)
+	if !ok {
+		tb.Cleanup(srv.Stop)
+	}
+	c := srv.GetDefaultClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := platform.RegisterSearchAttributes(ctx, c, srv.GetDefaultNamespace()); err != nil {
+		tb.Fatalf("register search attributes: %v", err)
+	}
+	env := &Env{Server: srv, Client: c, Store: testenv.MustOpenStore(tb), Redis: testenv.MustOpenRedis(tb)}
+	env.Acts = &activities.Activities{Redis: env.Redis, Store: env.Store}
+	env.Worker = srv.NewWorkerWithOptions(workflows.TaskQueue, func(r worker.Registry) {
+		workflows.Register(r, env.Acts)
+	}, worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200})
+	return env
+}
+
+// Stock sets a SKU's stock and price in the database and loads Redis to match.
+func (e *Env) Stock(tb testing.TB, sku string, stock, priceCents int64) {
+	tb.Helper()
+	ctx := context.Background()
+	if err := e.Store.SetInventory(ctx, sku, stock, priceCents); err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.Redis.SetAvailable(ctx, sku, stock); err != nil {
+		tb.Fatal(err)
+	}
+}
