@@ -58,6 +58,10 @@ func businessError(err error) error {
 	case errors.Is(err, ErrCompensated):
 		return nonRetryable(ErrTypeCompensated, err)
 	case errors.Is(err, ErrUnknownSKU):
+		var u *UnknownSKUError
+		if errors.As(err, &u) {
+			return nonRetryable(ErrTypeUnknownSKU, err, u.SKU)
+		}
 		return nonRetryable(ErrTypeUnknownSKU, err)
 	}
 	return err

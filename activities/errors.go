@@ -34,6 +34,14 @@ type SoldOutError struct{ SKU string }
 
 func (e *SoldOutError) Error() string { return fmt.Sprintf("sold out: %s", e.SKU) }
 
+// UnknownSKUError names the SKU the inventory does not have; it matches ErrUnknownSKU with errors.Is.
+type UnknownSKUError struct{ SKU string }
+
+func (e *UnknownSKUError) Error() string { return fmt.Sprintf("unknown sku: %s", e.SKU) }
+
+// Unwrap makes errors.Is(err, ErrUnknownSKU) true.
+func (e *UnknownSKUError) Unwrap() error { return ErrUnknownSKU }
+
 // IsSoldOut reports whether err is a sold-out outcome and which SKU caused it.
 func IsSoldOut(err error) (string, bool) {
 	var so *SoldOutError

@@ -118,7 +118,7 @@ func (s *Store) Deduct(ctx context.Context, in DeductInput) (DeductResult, error
 				return fmt.Errorf("deduct %s: price %s: %w", in.OrderID, l.SKU, err)
 			}
 			if len(price) == 0 {
-				return fmt.Errorf("deduct %s: sku %s: %w", in.OrderID, l.SKU, ErrUnknownSKU)
+				return fmt.Errorf("deduct %s: %w", in.OrderID, &UnknownSKUError{SKU: l.SKU})
 			}
 			if res.RowsAffected == 0 {
 				return &SoldOutError{SKU: l.SKU}

@@ -49,15 +49,18 @@ type orderWorkflow struct {
 	payResults map[string]ordersaga.PaymentResult
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+var (
+	orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+	namePattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) // user_id and sku (API.md)
+)
 
 // ValidateInput checks an OrderInput; the API validates the same before it starts a workflow.
 func ValidateInput(in OrderInput) error {
-	if !idPattern.MatchString(in.OrderID) {
+	if !orderIDPattern.MatchString(in.OrderID) {
 		return fmt.Errorf("order input: order_id %q must be 1-64 chars of A-Za-z0-9._:-", in.OrderID)
 	}
-	if !idPattern.MatchString(in.UserID) {
-		return fmt.Errorf("order input: user_id %q must be 1-64 chars of A-Za-z0-9._:-", in.UserID)
+	if !namePattern.MatchString(in.UserID) {
+		return fmt.Errorf("order input: user_id %q must be 1-64 chars of A-Za-z0-9._-", in.UserID)
 	}
 	if len(in.Currency) != 3 {
 		return fmt.Errorf("order input: currency %q must be a 3-letter ISO 4217 code", in.Currency)
@@ -67,7 +70,7 @@ func ValidateInput(in OrderInput) error {
 	}
 	seen := make(map[string]bool, len(in.Lines))
 	for i, l := range in.Lines {
-		if !idPattern.MatchString(l.SKU) {
+		if !namePattern.MatchString(l.SKU) {
 			return fmt.Errorf("order input: lines[%d].sku %q must be 1-64 chars of A-Za-z0-9._-", i, l.SKU)
 		}
 		if l.Qty < 1 || l.Qty > 1000 {
@@ -123,7 +126,7 @@ func (w *orderWorkflow) setup(ctx workflow.Context) error {
 	for i, l := range w.order.Lines {
 		skus[i] = l.SKU
 	}
-	return w.upsert(ctx, SAOrderSKUs.ValueSet(skus))
+	return w.upsert(ctx, SAOrderSKUs.ValueSet(skus), SAOrderStatus.ValueSet(string(ordersaga.StatusReserving)))
 }
 
 func (w *orderWorkflow) run(ctx workflow.Context) (ordersaga.Order, error) {
@@ -208,7 +211,10 @@ func (w *orderWorkflow) deduct(ctx workflow.Context) error {
 			}
 		}
 		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeUnknownSKU && w.unknownSKU == "" {
-			w.unknownSKU = "(see closed_reason)"
+			var sku string
+			if appErr.HasDetails() && appErr.Details(&sku) == nil {
+				w.unknownSKU = sku
+			}
 		}
 		return fmt.Errorf("deduct: %w", err)
 	}
@@ -334,7 +340,12 @@ func (w *orderWorkflow) awaitPayment(ctx workflow.Context) error {
 		sel.AddReceive(w.payQueue, onPay)
 		sel.AddReceive(w.cancels, onCancel)
 		sel.AddReceive(w.cancelQueue, onCancel)
-		sel.AddFuture(deadline, func(workflow.Future) {
+		sel.AddFuture(deadline, func(f workflow.Future) {
+			if err := f.Get(ctx, nil); err != nil {
+				// The workflow itself was cancelled (an operator's request): that is a cancel, not an expiry.
+				stepErr = w.close(ctx, ordersaga.StatusCancelled, "cancelled: workflow cancellation requested")
+				return
+			}
 			stepErr = w.close(ctx, ordersaga.StatusExpired, "payment deadline passed")
 		})
 		sel.Select(ctx)
@@ -400,17 +411,20 @@ func (w *orderWorkflow) refund(ctx workflow.Context, p PaymentSignal, why string
 // never applied. Duplicates of an event already handled are ignored.
 // It then waits for update handlers still running, so none is cut off by the workflow's completion.
 func (w *orderWorkflow) refundLatePayments(ctx workflow.Context) {
-	for _, ch := range []workflow.ReceiveChannel{w.payments, w.payQueue} {
-		for {
+	// A refund blocks on an activity, during which more payments can arrive on either channel: sweep both
+	// until a whole pass finds nothing.
+	for found := true; found; {
+		found = false
+		for _, ch := range []workflow.ReceiveChannel{w.payments, w.payQueue} {
 			var p PaymentSignal
-			if !ch.ReceiveAsync(&p) {
-				break
-			}
-			if _, seen := w.payResults[p.EventID]; seen || p.EventID == "" {
-				continue
-			}
-			if err := w.refund(ctx, p, "payment arrived after the order was "+string(w.order.Status)); err != nil {
-				w.logger.Error("record refund failed", "event_id", p.EventID, "error", err)
+			for ch.ReceiveAsync(&p) {
+				found = true
+				if _, seen := w.payResults[p.EventID]; !seen && p.EventID != "" {
+					if err := w.refund(ctx, p, "payment arrived after the order was "+string(w.order.Status)); err != nil {
+						w.logger.Error("record refund failed", "event_id", p.EventID, "error", err)
+					}
+				}
+				p = PaymentSignal{}
 			}
 		}
 	}

@@ -442,8 +442,8 @@ func TestOrderWorkflowRejected(t *testing.T) {
 			name: "rejected_with_the_unknown_sku_named_when_the_database_does_not_know_it",
 			fail: func(h *harness) {
 				h.deduct = func(_ context.Context, in activities.DeductInput) (activities.DeductResult, error) {
-					err := fmt.Errorf("deduct %s: sku %s: %w", in.OrderID, "SKU-B", activities.ErrUnknownSKU)
-					return activities.DeductResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeUnknownSKU, err)
+					err := fmt.Errorf("deduct %s: %w", in.OrderID, &activities.UnknownSKUError{SKU: "SKU-B"})
+					return activities.DeductResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeUnknownSKU, err, "SKU-B")
 				}
 			},
 			wantUnknown: "SKU-B",
