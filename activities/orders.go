@@ -178,8 +178,23 @@ func (s *Store) MarkPaid(ctx context.Context, p PaymentRecord, paidAt time.Time)
 			}
 		}
 		p.Result = ordersaga.PaymentApplied
-		if err := insertPayment(tx, p, s.now()); err != nil && !isDuplicate(err) {
+		err := insertPayment(tx, p, s.now())
+		if err == nil {
+			return nil
+		}
+		if !isDuplicate(err) {
 			return err
+		}
+		// The event is known: only its own earlier application may stand, never a refunded or rejected one.
+		var prior []struct {
+			OrderID string
+			Result  string
+		}
+		if err := tx.Raw("SELECT order_id, result FROM payments WHERE event_id = ?", p.EventID).Scan(&prior).Error; err != nil {
+			return err
+		}
+		if len(prior) == 0 || prior[0].OrderID != p.OrderID || prior[0].Result != string(ordersaga.PaymentApplied) {
+			return fmt.Errorf("event %s was already recorded as %v: %w", p.EventID, prior, ErrOrderNotPayable)
 		}
 		return nil
 	})

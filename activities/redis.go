@@ -101,8 +101,8 @@ func (r *RedisStock) ttlSeconds() int64 { return int64(r.markerTTL / time.Second
 // Reserve holds qty units of sku for orderID. It returns ErrSoldOut, ErrNotLoaded or ErrCompensated (the
 // order's line was already released or tombstoned) for the outcomes that hold nothing.
 func (r *RedisStock) Reserve(ctx context.Context, orderID, sku string, qty int64) (ReserveOutcome, error) {
-	if qty <= 0 {
-		return "", fmt.Errorf("reserve %s: qty must be positive, got %d", sku, qty)
+	if qty <= 0 || sku == "" || orderID == "" {
+		return "", fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", orderID, sku, qty)
 	}
 	code, err := r.reserve.Run(ctx, r.rdb, r.keys(sku, orderID), orderID, qty, r.ttlSeconds()).Int64()
 	if err != nil {
@@ -126,6 +126,9 @@ func (r *RedisStock) Reserve(ctx context.Context, orderID, sku string, qty int64
 // Release gives back what orderID holds of sku, once; releasing what was never reserved writes a tombstone
 // so that a late reserve is refused.
 func (r *RedisStock) Release(ctx context.Context, orderID, sku string) (ReleaseOutcome, error) {
+	if sku == "" || orderID == "" {
+		return "", fmt.Errorf("release: order_id and sku are required (got %q, %q)", orderID, sku)
+	}
 	code, err := r.release.Run(ctx, r.rdb, r.keys(sku, orderID), orderID, r.ttlSeconds()).Int64()
 	if err != nil {
 		return "", fmt.Errorf("release %s: %w", sku, err)
@@ -144,6 +147,9 @@ func (r *RedisStock) Release(ctx context.Context, orderID, sku string) (ReleaseO
 // Confirm drops the hold of orderID on sku once the DB deduct has committed. Confirming a line that was
 // released or never held is not an error: the units are accounted for by the DB and reconciliation.
 func (r *RedisStock) Confirm(ctx context.Context, orderID, sku string) (bool, error) {
+	if sku == "" || orderID == "" {
+		return false, fmt.Errorf("confirm: order_id and sku are required (got %q, %q)", orderID, sku)
+	}
 	code, err := r.confirm.Run(ctx, r.rdb, r.keys(sku, orderID), orderID).Int64()
 	if err != nil {
 		return false, fmt.Errorf("confirm %s: %w", sku, err)

@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -570,5 +571,33 @@ func TestLedger_OnceOnlyPerOrderSKUAndOp(t *testing.T) {
 		"o3", "A", activities.OpDeduct, 2).Error
 	if err == nil {
 		t.Error("a second DEDUCT row for o3/A was accepted")
+	}
+}
+
+func TestMarkPaidRefusesAnEventRecordedOtherwise(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := testenv.MustOpenStore(t)
+	if err := store.SetInventory(ctx, "MP-1", 10, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Deduct(ctx, activities.DeductInput{OrderID: "mp-o1", UserID: "u", Currency: "CNY",
+		PayBy: time.Now().Add(time.Hour), Lines: []ordersaga.Line{{SKU: "MP-1", Qty: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.RecordPayment(ctx, activities.PaymentRecord{EventID: "mp-e1", OrderID: "mp-o1",
+		AmountCents: 100, Currency: "CNY", Result: ordersaga.PaymentRefunded}); err != nil {
+		t.Fatal(err)
+	}
+	err := store.MarkPaid(ctx, activities.PaymentRecord{EventID: "mp-e1", OrderID: "mp-o1", AmountCents: 100, Currency: "CNY"}, time.Now())
+	if !errors.Is(err, activities.ErrOrderNotPayable) {
+		t.Fatalf("MarkPaid of a refunded event: got %v, want ErrOrderNotPayable", err)
+	}
+	rec, err := store.Order(ctx, "mp-o1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != ordersaga.StatusAwaitingPayment {
+		t.Fatalf("order status %s after a refused MarkPaid, want AWAITING_PAYMENT (rolled back)", rec.Status)
 	}
 }
