@@ -1,0 +1,197 @@
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+const clusterName = "active"
+
+// TemporalOptions configure an in-process Temporal server.
+type TemporalOptions struct {
+	// IP is the address every service binds to (127.0.0.1 keeps it off the network).
+	IP string
+	// FrontendPort is the gRPC port clients dial.
+	FrontendPort int
+	// DBFile is the SQLite file that persists the server's state; empty runs in memory (lost at exit).
+	DBFile string
+	// Namespace is created (with SearchAttributes) before the server serves, if it does not exist yet.
+	Namespace        string
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Temporal is a running in-process Temporal server.
+type Temporal struct {
+	srv  temporal.Server
+	addr string
+}
+
+// StartTemporal sets up the schema on first use of DBFile, creates the namespace, and starts the server. It
+// returns once the frontend accepts connections.
+func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error) {
+	if opts.IP == "" || opts.FrontendPort == 0 || opts.Namespace == "" {
+		return nil, errors.New("start temporal: IP, FrontendPort and Namespace are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	sqlConf, err := sqlConfig(opts.DBFile)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("start temporal: namespace %s: %w", opts.Namespace, err)
+	}
+	if err := sqliteschema.CreateNamespaces(sqlConf, ns); err != nil {
+		return nil, fmt.Errorf("start temporal: create namespace %s: %w", opts.Namespace, err)
+	}
+
+	conf, hosts, err := serverConfig(opts, sqlConf)
+	if err != nil {
+		return nil, err
+	}
+	logger := newServerLogger(opts.Logger)
+	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("start temporal: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("start temporal: claim mapper: %w", err)
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		// Static hosts instead of ringpop: one process needs no membership protocol, and it starts faster.
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			// A search attribute added at run time is visible to the next list query, not a minute later.
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key():      true,
+			dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("start temporal: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal: %w", err)
+	}
+	t := &Temporal{srv: srv, addr: HostPort(opts.IP, opts.FrontendPort)}
+	if err := waitTCP(ctx, t.addr, 30*time.Second); err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("start temporal: frontend: %w", err)
+	}
+	return t, nil
+}
+
+// Address is the frontend's host:port, for TEMPORAL_ADDRESS.
+func (t *Temporal) Address() string { return t.addr }
+
+// Stop stops every service of the server; the SQLite file keeps what it persisted.
+func (t *Temporal) Stop() error { return t.srv.Stop() }
+
+// sqlConfig is the persistence configuration; a new file gets the server's schema first. The schema is
+// written to a temporary file that is renamed into place, so a first start interrupted halfway leaves no
+// half-initialised database behind.
+func sqlConfig(dbFile string) (*config.SQL, error) {
+	if dbFile == "" {
+		return &config.SQL{
+			PluginName: sqliteplugin.PluginName,
+			// Shared cache: every service of the server sees the same in-memory database.
+			ConnectAttributes: map[string]string{"mode": "memory", "cache": "shared"},
+			DatabaseName:      "temporal-" + strconv.Itoa(rand.IntN(1<<30)),
+		}, nil
+	}
+	conf := &config.SQL{
+		PluginName:        sqliteplugin.PluginName,
+		ConnectAttributes: map[string]string{"mode": "rwc"},
+		DatabaseName:      dbFile,
+	}
+	if _, err := os.Stat(dbFile); err == nil {
+		return conf, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("start temporal: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dbFile), 0o755); err != nil {
+		return nil, fmt.Errorf("start temporal: %w", err)
+	}
+	tmp := dbFile + ".init"
+	_ = os.Remove(tmp)
+	tmpConf := *conf
+	tmpConf.DatabaseName = tmp
+	if err := sqliteschema.SetupSchema(&tmpConf); err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("start temporal: set up schema in %s: %w", dbFile, err)
+	}
+	if err := os.Rename(tmp, dbFile); err != nil {
+		return nil, fmt.Errorf("start temporal: %w", err)
+	}
+	return conf, nil
+}
+
+func serverConfig(opts TemporalOptions, sqlConf *config.SQL) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
+	frontend := HostPort(opts.IP, opts.FrontendPort)
+	conf := &config.Config{}
+	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
+	conf.Global.Membership.BroadcastAddress = opts.IP
+	conf.Persistence.DefaultStore = "sqlite-default"
+	conf.Persistence.VisibilityStore = "sqlite-default"
+	conf.Persistence.NumHistoryShards = 1
+	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite-default": {SQL: sqlConf}}
+	conf.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+		},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	conf.PublicClient.HostPort = frontend
+
+	conf.Services = map[string]config.Service{}
+	hosts := map[primitives.ServiceName]static.Hosts{}
+	for _, svc := range []primitives.ServiceName{
+		primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService,
+	} {
+		port := opts.FrontendPort
+		if svc != primitives.FrontendService {
+			p, err := FreePort(opts.IP)
+			if err != nil {
+				return nil, nil, fmt.Errorf("start temporal: %w", err)
+			}
+			port = p
+		}
+		conf.Services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: opts.IP}}
+		hosts[svc] = static.SingleLocalHost(HostPort(opts.IP, port))
+	}
+	return conf, hosts, nil
+}
