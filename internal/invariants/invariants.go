@@ -50,7 +50,9 @@ func (r Report) String() string {
 // means no order is in flight: the equalities then hold exactly (Redis equals the DB, no holds left).
 func Check(ctx context.Context, store *activities.Store, rs *activities.RedisStock, expected map[string]int64, quiet bool) (Report, error) {
 	var rep Report
-	bad := func(format string, args ...any) { rep.Violations = append(rep.Violations, fmt.Sprintf(format, args...)) }
+	bad := func(format string, args ...any) {
+		rep.Violations = append(rep.Violations, fmt.Sprintf(format, args...))
+	}
 	db := store.DB().WithContext(ctx)
 
 	units := func(status ordersaga.Status) (map[string]int64, error) {
