@@ -1,0 +1,132 @@
+// Command flashsale hammers a running ordersaga stack through its HTTP API like a flash sale and judges the
+// run by the invariants: it exits 1 when any unit was oversold or lost, an order was deducted twice, got
+// stuck or a payment was refunded twice. See internal/flashsale and README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/ordersaga/ordersaga/internal/flashsale"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// errUsage is a bad command line (exit status 2, like flag's).
+var errUsage = errors.New("usage")
+
+// run is the whole command: 0 when the verdict is OK, 1 when it is not (or the run failed), 2 on bad usage.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(stderr, "flashsale:", err)
+		}
+		return 2
+	}
+	terminal := false
+	if f, ok := stderr.(*os.File); ok {
+		terminal = term.IsTerminal(int(f.Fd()))
+	}
+	rep, err := flashsale.Run(ctx, cfg, flashsale.Options{Progress: stderr, Terminal: terminal})
+	if err != nil {
+		fmt.Fprintln(stderr, "flashsale:", err)
+		return 1
+	}
+	rep.WriteSummary(stdout)
+	jsonPath, htmlPath, err := rep.WriteFiles(cfg.Out)
+	if err != nil {
+		fmt.Fprintln(stderr, "flashsale:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "report: %s and %s\n", htmlPath, jsonPath)
+	if !rep.Verdict.OK() {
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (flashsale.Config, error) {
+	cfg := flashsale.DefaultConfig()
+	cfg.Concurrency = 0
+	name := "flashsale"
+	if len(args) > 0 {
+		name = args[0]
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s --target URL [flags]\n\nRuns a flash sale against an ordersaga API and checks that nothing was oversold or lost.\nExit status: 0 verdict OK, 1 a check failed (or the run could not complete), 2 bad flags.\n\n", name)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.Target, "target", cfg.Target, "base URL of the order API")
+	fs.StringVar(&cfg.AdminToken, "admin-token", getenv("ADMIN_TOKEN"), "bearer token of PUT /v1/inventory (default $ADMIN_TOKEN)")
+	fs.StringVar(&cfg.WebhookSecret, "webhook-secret", getenv("PAYMENT_WEBHOOK_SECRET"), "HMAC secret of the payment webhook; the first of a comma-separated list signs (default $PAYMENT_WEBHOOK_SECRET)")
+	fs.IntVar(&cfg.Buyers, "buyers", cfg.Buyers, "distinct buyers (user IDs) the requests come from")
+	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "requests per second offered (open loop); 0 = closed loop of --concurrency buyers")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "closed-loop buyers in parallel (default 64), or with --rate the most requests in flight (default 4096; more are skipped and counted)")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to fire buyers")
+	fs.IntVar(&cfg.SKUs, "skus", cfg.SKUs, "number of SKUs on sale (each gets --stock units)")
+	fs.StringVar(&cfg.SKUPrefix, "sku-prefix", "", "SKU names are <prefix><n> (default FS-<run-id>-: fresh SKUs every run)")
+	fs.Int64Var(&cfg.Stock, "stock", cfg.Stock, "units per SKU, set through PUT /v1/inventory before the sale")
+	fs.Int64Var(&cfg.PriceCents, "price-cents", cfg.PriceCents, "unit price set with the stock")
+	fs.Int64Var(&cfg.Qty, "qty", cfg.Qty, "units per order")
+	fs.StringVar(&cfg.Currency, "currency", orDefault(getenv("CURRENCY"), cfg.Currency), "currency of the payments (default $CURRENCY or CNY)")
+	fs.Float64Var(&cfg.PayRatio, "pay-ratio", cfg.PayRatio, "share of accepted orders paid at once through the signed webhook")
+	fs.Float64Var(&cfg.CancelRatio, "cancel-ratio", cfg.CancelRatio, "share of accepted orders cancelled")
+	fs.Float64Var(&cfg.LatePayRatio, "late-pay-ratio", cfg.LatePayRatio, "share of accepted orders paid after they expired (must be refunded once)")
+	fs.Float64Var(&cfg.DuplicateRatio, "duplicate-ratio", cfg.DuplicateRatio, "share of orders, payments and cancels sent twice with the same key")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice (a run is repeatable)")
+	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json and report.html")
+	fs.DurationVar(&cfg.QuietTimeout, "quiet-timeout", cfg.QuietTimeout, "how long to wait for quiet after the firing and the last payment deadline")
+	fs.DurationVar(&cfg.Grace, "grace", cfg.Grace, "how long past its deadline an order may stay open before it counts as stuck (one RECONCILE_INTERVAL)")
+	fs.DurationVar(&cfg.SampleEvery, "sample-every", cfg.SampleEvery, "interval of the stock samples")
+	fs.DurationVar(&cfg.ProgressEvery, "progress-every", cfg.ProgressEvery, "interval of the progress lines when stderr is not a terminal")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "timeout of one HTTP request")
+	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", "", "also judge from this MySQL database (the stack's MYSQL_DSN)")
+	fs.StringVar(&cfg.SQLitePath, "sqlite-path", "", "also judge from this SQLite file (the local stack's database)")
+	fs.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: derived from the clock)")
+	if err := fs.Parse(args[min(1, len(args)):]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, errUsage
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 64
+		if cfg.Rate > 0 {
+			cfg.Concurrency = 4096
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,155 @@
+package flashsale
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// followUp does to an accepted order what its plan says: pay it, cancel it, pay it after it expired, or
+// leave it to expire.
+func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
+	defer r.actionsLeft.Add(-1)
+	r.mu.Lock()
+	o := *r.orders[orderID]
+	r.mu.Unlock()
+	amount := int64(0)
+	for _, l := range o.Lines {
+		amount += l.Qty * l.UnitPriceCents
+	}
+	switch p.action {
+	case ActionPay:
+		ev := PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: "succeeded"}
+		r.deliver(ctx, ev, false, OutPay)
+		if p.duplicate {
+			r.deliver(ctx, ev, false, OutPay)
+		}
+	case ActionCancel:
+		r.cancel(ctx, orderID)
+		if p.duplicate {
+			r.cancel(ctx, orderID)
+		}
+	case ActionLatePay:
+		if !r.awaitExpiry(ctx, o) {
+			return
+		}
+		ev := PaymentEvent{EventID: latePayEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: "succeeded"}
+		// Always redelivered: a late payment must be refunded exactly once.
+		r.deliver(ctx, ev, true, OutLatePay)
+		r.deliver(ctx, ev, true, OutLatePay)
+	}
+}
+
+func (r *Runner) acquire(ctx context.Context) bool {
+	select {
+	case r.httpSem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *Runner) release() { <-r.httpSem }
+
+// deliver posts a payment event as a provider does: retried on a transport error or a 5xx.
+func (r *Runner) deliver(ctx context.Context, ev PaymentEvent, late bool, out Outcome) {
+	r.mu.Lock()
+	ps, ok := r.payments[ev.EventID]
+	if !ok {
+		ps = &PaymentSnapshot{EventID: ev.EventID, OrderID: ev.OrderID, Late: late}
+		r.payments[ev.EventID] = ps
+	}
+	r.mu.Unlock()
+	for attempt := 0; attempt < 5; attempt++ {
+		if !r.acquire(ctx) {
+			return
+		}
+		a, w, err := r.c.Pay(ctx, ev)
+		r.release()
+		if err == nil && a.Status == http.StatusOK {
+			r.stats.Record(out, a.Latency)
+			r.mu.Lock()
+			ps.Results = append(ps.Results, w.Result)
+			r.mu.Unlock()
+			return
+		}
+		r.stats.Record(OutError, a.Latency)
+		msg := string(a.Body)
+		if err != nil {
+			msg = err.Error()
+		}
+		r.stats.Error("webhook "+errorKind(a, err), msg)
+		if err == nil && a.Status < 500 {
+			return // 4xx: the provider would not retry
+		}
+		r.mu.Lock()
+		ps.Failed++
+		r.mu.Unlock()
+		if !sleepCtx(ctx, time.Duration(attempt+1)*300*time.Millisecond) {
+			return
+		}
+	}
+}
+
+func (r *Runner) cancel(ctx context.Context, orderID string) {
+	if !r.acquire(ctx) {
+		return
+	}
+	a, o, err := r.c.CancelOrder(ctx, orderID)
+	r.release()
+	if err == nil && a.Status == http.StatusOK {
+		r.stats.Record(OutCancel, a.Latency)
+		r.mu.Lock()
+		if snap, ok := r.orders[orderID]; ok {
+			snap.CancelStatus = o.Status
+			snap.Status = o.Status
+		}
+		r.mu.Unlock()
+		return
+	}
+	r.stats.Record(OutError, a.Latency)
+	msg := string(a.Body)
+	if err != nil {
+		msg = err.Error()
+	}
+	r.stats.Error("cancel "+errorKind(a, err), msg)
+}
+
+// awaitExpiry waits until the order's deadline has passed and the API shows it closed.
+func (r *Runner) awaitExpiry(ctx context.Context, o OrderSnapshot) bool {
+	if o.PayBy != nil && !sleepCtx(ctx, time.Until(*o.PayBy)+200*time.Millisecond) {
+		return false
+	}
+	for ctx.Err() == nil {
+		if r.acquire(ctx) {
+			cur, err := r.c.GetOrder(ctx, o.OrderID)
+			r.release()
+			if err == nil {
+				r.setStatus(o.OrderID, cur.Status)
+				if cur.Status.Final() {
+					return cur.Status == ordersaga.StatusExpired || cur.Status == ordersaga.StatusCancelled
+				}
+			}
+		}
+		if !sleepCtx(ctx, 250*time.Millisecond) {
+			return false
+		}
+	}
+	return false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

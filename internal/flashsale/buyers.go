@@ -1,0 +1,184 @@
+package flashsale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// fire sends buyers for the configured duration: at Rate per second (open loop; a request that would
+// exceed Concurrency in flight is skipped and counted, never queued), or as Concurrency closed-loop
+// buyers. It returns once every buyer request has been answered.
+func (r *Runner) fire(ctx context.Context) {
+	var wg sync.WaitGroup
+	end := r.fireStart.Add(r.cfg.Duration)
+	fctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	if r.cfg.Rate > 0 {
+		sem := make(chan struct{}, r.cfg.Concurrency)
+		var n int64
+		for fctx.Err() == nil {
+			due := int64(time.Since(r.fireStart).Seconds()*r.cfg.Rate) + 1
+			for ; n < due; n++ {
+				select {
+				case sem <- struct{}{}:
+					seq := n
+					wg.Go(func() {
+						defer func() { <-sem }()
+						r.buyer(ctx, seq)
+					})
+				default:
+					r.skipped.Add(1)
+				}
+			}
+			next := r.fireStart.Add(time.Duration(float64(n) / r.cfg.Rate * float64(time.Second)))
+			select {
+			case <-fctx.Done():
+			case <-time.After(time.Until(next)):
+			}
+		}
+	} else {
+		var mu sync.Mutex
+		var n int64
+		for range r.cfg.Concurrency {
+			wg.Go(func() {
+				for fctx.Err() == nil {
+					mu.Lock()
+					seq := n
+					n++
+					mu.Unlock()
+					r.buyer(ctx, seq)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	r.fireEnd = r.opts.Now()
+}
+
+// plan is what one buyer does, drawn from the seed and the buyer's sequence number (so a run is repeatable).
+type plan struct {
+	key, userID, sku string
+	body             []byte
+	duplicate        bool
+	concurrentDup    bool
+	action           string
+}
+
+func (r *Runner) plan(seq int64) plan {
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(seq)))
+	p := plan{
+		key:    fmt.Sprintf("fs-%s-%d", r.cfg.RunID, seq),
+		userID: fmt.Sprintf("fsu-%d", rng.IntN(r.cfg.Buyers)),
+		sku:    r.skus[rng.IntN(len(r.skus))],
+	}
+	p.duplicate = rng.Float64() < r.cfg.DuplicateRatio
+	p.concurrentDup = rng.IntN(2) == 0
+	switch u := rng.Float64(); {
+	case u < r.cfg.PayRatio:
+		p.action = ActionPay
+	case u < r.cfg.PayRatio+r.cfg.CancelRatio:
+		p.action = ActionCancel
+	case u < r.cfg.PayRatio+r.cfg.CancelRatio+r.cfg.LatePayRatio:
+		p.action = ActionLatePay
+	default:
+		p.action = ActionExpire
+	}
+	p.body, _ = json.Marshal(OrderRequest{UserID: p.userID, Lines: []ordersaga.Line{{SKU: p.sku, Qty: r.cfg.Qty}}})
+	return p
+}
+
+// buyer places one order (and its duplicate, when drawn) and hands an accepted order to its follow-up.
+func (r *Runner) buyer(ctx context.Context, seq int64) {
+	p := r.plan(seq)
+	r.sent.Add(1)
+	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
+	if p.duplicate && p.concurrentDup {
+		// The resend races the first request: the API must wait and answer as the first, or 409 Retry-After.
+		var wg sync.WaitGroup
+		wg.Go(func() { r.resend(ctx, p) })
+		r.place(ctx, p, false)
+		wg.Wait()
+		return
+	}
+	a, ok := r.place(ctx, p, false)
+	// A request that failed may still have created the order: ask again with the same key, as a real
+	// client would, so that every order the API created is known and followed.
+	for attempt := 1; !ok && attempt <= 3 && a.Status != http.StatusConflict && a.Status/100 != 4 && ctx.Err() == nil; attempt++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		}
+		a, ok = r.place(ctx, p, true)
+	}
+	if p.duplicate {
+		r.resend(ctx, p)
+	}
+}
+
+// resend sends the same request again; a 409 with Retry-After (the first is still deciding) is retried.
+func (r *Runner) resend(ctx context.Context, p plan) {
+	for attempt := 0; attempt < 5; attempt++ {
+		a, ok := r.place(ctx, p, true)
+		if ok || a.Status != http.StatusConflict || a.Problem.SoldOut() || a.RetryAfter <= 0 && attempt > 0 {
+			return
+		}
+		wait := min(max(a.RetryAfter, 100*time.Millisecond), 2*time.Second)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// place sends one POST /v1/orders and records it; ok is true on 201.
+func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
+	a, o, err := r.c.PlaceOrder(ctx, p.key, p.body)
+	out := OutError
+	switch {
+	case err != nil:
+	case a.Status == http.StatusCreated:
+		out = OutAccepted
+	case a.Status == http.StatusConflict && a.Problem.SoldOut():
+		out = OutSoldOut
+	case dup && a.Status == http.StatusConflict:
+		out = OutDuplicate // the first is still deciding: expected for a racing resend
+	}
+	if dup && out != OutError {
+		out = OutDuplicate
+	}
+	r.stats.Record(out, a.Latency)
+	if out == OutError {
+		if err == nil && ctx.Err() != nil {
+			return a, false
+		}
+		msg := string(a.Body)
+		if err != nil {
+			msg = err.Error()
+		}
+		r.stats.Error(errorKind(a, err), msg)
+		return a, false
+	}
+	if err != nil || a.Status != http.StatusCreated {
+		return a, false
+	}
+	if o.OrderID == "" {
+		r.stats.Error("bad_answer", "201 without order_id")
+		return a, false
+	}
+	snap, fresh := r.accepted(o, p.key, p.userID, p.action)
+	if fresh {
+		r.actionsLeft.Add(1)
+		go r.followUp(r.follow, snap.OrderID, p)
+	}
+	return a, true
+}

@@ -1,0 +1,265 @@
+package flashsale
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Client speaks the order API (API.md).
+type Client struct {
+	base   string
+	hc     *http.Client
+	admin  string
+	secret string
+	now    func() time.Time
+}
+
+// NewClient returns a client of the API at base. maxConns bounds the connections kept open; secret is the
+// webhook secret (the first of a comma-separated list signs).
+func NewClient(base, adminToken, webhookSecret string, maxConns int, timeout time.Duration) *Client {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	secret, _, _ := strings.Cut(webhookSecret, ",")
+	return &Client{
+		base:   strings.TrimRight(base, "/"),
+		hc:     &http.Client{Transport: tr, Timeout: timeout},
+		admin:  adminToken,
+		secret: strings.TrimSpace(secret),
+		now:    time.Now,
+	}
+}
+
+// Close drops the idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Problem is an application/problem+json body.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// SoldOut reports whether the problem is the sold-out kind.
+func (p Problem) SoldOut() bool { return strings.HasSuffix(p.Type, "/sold-out") }
+
+// Answer is one HTTP exchange: status, headers of interest and the decoded body.
+type Answer struct {
+	Status     int
+	Replayed   bool
+	RetryAfter time.Duration
+	Problem    Problem
+	Body       []byte
+	Latency    time.Duration
+}
+
+// APIError is a non-2xx answer the caller did not expect.
+type APIError struct {
+	Op     string
+	Status int
+	Problem
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s: HTTP %d %s: %s", e.Op, e.Status, e.Title, e.Detail)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, hdr http.Header, body []byte) (Answer, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return Answer{}, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return Answer{Latency: time.Since(start)}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	a := Answer{Status: resp.StatusCode, Body: raw, Latency: time.Since(start), Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
+	if err != nil {
+		return a, err
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		if secs, perr := strconv.Atoi(ra); perr == nil {
+			a.RetryAfter = time.Duration(secs) * time.Second
+		}
+	}
+	if resp.StatusCode >= 400 {
+		_ = json.Unmarshal(raw, &a.Problem)
+	}
+	return a, nil
+}
+
+func (c *Client) want(op string, a Answer, err error, status int, into any) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if a.Status != status {
+		return &APIError{Op: op, Status: a.Status, Problem: a.Problem}
+	}
+	if into != nil {
+		if err := json.Unmarshal(a.Body, into); err != nil {
+			return fmt.Errorf("%s: decode answer: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// PutInventory sets a SKU's stock and price (admin).
+func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents int64) (Inventory, error) {
+	body, _ := json.Marshal(map[string]int64{"stock": stock, "price_cents": priceCents})
+	a, err := c.do(ctx, http.MethodPut, "/v1/inventory/"+url.PathEscape(sku), http.Header{"Authorization": {"Bearer " + c.admin}}, body)
+	var inv Inventory
+	return inv, c.want("put inventory "+sku, a, err, http.StatusOK, &inv)
+}
+
+// GetInventory reads a SKU's inventory.
+func (c *Client) GetInventory(ctx context.Context, sku string) (Inventory, error) {
+	a, err := c.do(ctx, http.MethodGet, "/v1/inventory/"+url.PathEscape(sku), nil, nil)
+	var inv Inventory
+	return inv, c.want("get inventory "+sku, a, err, http.StatusOK, &inv)
+}
+
+// OrderRequest is the body of POST /v1/orders.
+type OrderRequest struct {
+	UserID string           `json:"user_id"`
+	Lines  []ordersaga.Line `json:"lines"`
+}
+
+type orderLineRequest struct {
+	SKU string `json:"sku"`
+	Qty int64  `json:"qty"`
+}
+
+// MarshalJSON leaves out unit_price_cents: the API rejects unknown fields and prices orders itself.
+func (r OrderRequest) MarshalJSON() ([]byte, error) {
+	lines := make([]orderLineRequest, len(r.Lines))
+	for i, l := range r.Lines {
+		lines[i] = orderLineRequest{SKU: l.SKU, Qty: l.Qty}
+	}
+	return json.Marshal(struct {
+		UserID string             `json:"user_id"`
+		Lines  []orderLineRequest `json:"lines"`
+	}{r.UserID, lines})
+}
+
+// PlaceOrder posts an order with an Idempotency-Key. The answer is returned whatever its status; order is
+// decoded on 201 (and on a replayed 201).
+func (c *Client) PlaceOrder(ctx context.Context, key string, body []byte) (Answer, ordersaga.Order, error) {
+	a, err := c.do(ctx, http.MethodPost, "/v1/orders", http.Header{"Idempotency-Key": {key}}, body)
+	var o ordersaga.Order
+	if err == nil && a.Status == http.StatusCreated {
+		if derr := json.Unmarshal(a.Body, &o); derr != nil {
+			return a, o, fmt.Errorf("place order: decode answer: %w", derr)
+		}
+	}
+	return a, o, err
+}
+
+// GetOrder reads an order.
+func (c *Client) GetOrder(ctx context.Context, id string) (ordersaga.Order, error) {
+	a, err := c.do(ctx, http.MethodGet, "/v1/orders/"+url.PathEscape(id), nil, nil)
+	var o ordersaga.Order
+	return o, c.want("get order "+id, a, err, http.StatusOK, &o)
+}
+
+// CancelOrder cancels an order; the answer is returned with the order on 200.
+func (c *Client) CancelOrder(ctx context.Context, id string) (Answer, ordersaga.Order, error) {
+	a, err := c.do(ctx, http.MethodPost, "/v1/orders/"+url.PathEscape(id)+"/cancel", nil, nil)
+	var o ordersaga.Order
+	if err == nil && a.Status == http.StatusOK {
+		if derr := json.Unmarshal(a.Body, &o); derr != nil {
+			return a, o, fmt.Errorf("cancel order: decode answer: %w", derr)
+		}
+	}
+	return a, o, err
+}
+
+// PaymentEvent is the body of the payment webhook.
+type PaymentEvent struct {
+	EventID     string `json:"event_id"`
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+	Status      string `json:"status"`
+}
+
+// WebhookAnswer is the 200 body of the webhook.
+type WebhookAnswer struct {
+	Result  string `json:"result"`
+	OrderID string `json:"order_id"`
+}
+
+// SignWebhook is the Payment-Signature header for a raw body at time t:
+// t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>.
+func SignWebhook(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Pay delivers a signed payment event; the answer's result is decoded on 200.
+func (c *Client) Pay(ctx context.Context, ev PaymentEvent) (Answer, WebhookAnswer, error) {
+	body, _ := json.Marshal(ev)
+	hdr := http.Header{"Payment-Signature": {SignWebhook(c.secret, c.now(), body)}}
+	a, err := c.do(ctx, http.MethodPost, "/v1/payments/webhook", hdr, body)
+	var w WebhookAnswer
+	if err == nil && a.Status == http.StatusOK {
+		if derr := json.Unmarshal(a.Body, &w); derr != nil {
+			return a, w, fmt.Errorf("webhook: decode answer: %w", derr)
+		}
+	}
+	return a, w, err
+}
+
+// errorKind names an exchange's failure for the error counts.
+func errorKind(a Answer, err error) string {
+	var ne net.Error
+	switch {
+	case err == nil:
+		if a.Problem.Type != "" {
+			return fmt.Sprintf("http_%d %s", a.Status, a.Problem.Type)
+		}
+		return fmt.Sprintf("http_%d", a.Status)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	return "transport"
+}

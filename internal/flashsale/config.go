@@ -1,0 +1,203 @@
+package flashsale
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is one run's parameters (the command's flags).
+type Config struct {
+	Target        string
+	AdminToken    string
+	WebhookSecret string
+	// Buyers is the number of distinct user IDs the requests come from.
+	Buyers int
+	// Rate is the offered request rate (open loop); 0 means a closed loop of Concurrency buyers.
+	Rate float64
+	// Concurrency is the number of closed-loop buyers, or with Rate the most requests in flight.
+	Concurrency int
+	Duration    time.Duration
+	SKUs        int
+	SKUPrefix   string
+	Stock       int64
+	PriceCents  int64
+	Qty         int64
+	Currency    string
+	// Shares of the accepted orders: paid on time, cancelled, paid after expiry; the rest expire.
+	PayRatio     float64
+	CancelRatio  float64
+	LatePayRatio float64
+	// DuplicateRatio is the share of requests (orders and payments) sent a second time with the same key.
+	DuplicateRatio float64
+	Seed           uint64
+	Out            string
+	// QuietTimeout bounds the wait for quiet, counted from the later of the end of firing and the last
+	// payment deadline of an order the run placed.
+	QuietTimeout time.Duration
+	// Grace is how long after its deadline an order may still be open (DESIGN.md I5: one reconciliation interval).
+	Grace       time.Duration
+	SampleEvery time.Duration
+	// ProgressEvery is the interval of the plain progress lines (not on a terminal).
+	ProgressEvery time.Duration
+	// RequestTimeout bounds one HTTP request.
+	RequestTimeout time.Duration
+	MySQLDSN       string
+	SQLitePath     string
+	// RunID names the run; it prefixes idempotency keys and, by default, the SKUs.
+	RunID string
+}
+
+// DefaultConfig is the command's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Target:         "http://127.0.0.1:8080",
+		Buyers:         10000,
+		Rate:           0,
+		Concurrency:    64,
+		Duration:       10 * time.Second,
+		SKUs:           1,
+		Stock:          100,
+		PriceCents:     999,
+		Qty:            1,
+		Currency:       "CNY",
+		PayRatio:       0.5,
+		CancelRatio:    0.1,
+		LatePayRatio:   0.05,
+		DuplicateRatio: 0.05,
+		Seed:           1,
+		Out:            "flashsale-report",
+		QuietTimeout:   2 * time.Minute,
+		Grace:          time.Minute,
+		SampleEvery:    500 * time.Millisecond,
+		ProgressEvery:  2 * time.Second,
+		RequestTimeout: 30 * time.Second,
+	}
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// Validate checks the configuration and fills RunID and SKUPrefix when empty; the error names the flag.
+func (c *Config) Validate() error {
+	var errs []error
+	u, err := url.Parse(c.Target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--target %q: want an http(s) URL such as http://127.0.0.1:8080", c.Target))
+	}
+	c.Target = strings.TrimRight(c.Target, "/")
+	if c.AdminToken == "" {
+		errs = append(errs, errors.New("--admin-token (or ADMIN_TOKEN) is required to set the stock"))
+	}
+	if c.WebhookSecret == "" && c.PayRatio+c.LatePayRatio > 0 {
+		errs = append(errs, errors.New("--webhook-secret (or PAYMENT_WEBHOOK_SECRET) is required to pay orders"))
+	}
+	if c.Buyers < 1 {
+		errs = append(errs, fmt.Errorf("--buyers %d: want at least 1", c.Buyers))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("--rate %g: want 0 (closed loop) or a positive rate", c.Rate))
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("--concurrency %d: want at least 1", c.Concurrency))
+	}
+	if c.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("--duration %s: want a positive duration", c.Duration))
+	}
+	if c.SKUs < 1 || c.SKUs > 1000 {
+		errs = append(errs, fmt.Errorf("--skus %d: want 1-1000", c.SKUs))
+	}
+	if c.Stock < 0 || c.PriceCents < 0 {
+		errs = append(errs, fmt.Errorf("--stock %d / --price-cents %d: must not be negative", c.Stock, c.PriceCents))
+	}
+	if c.Qty < 1 || c.Qty > 1000 {
+		errs = append(errs, fmt.Errorf("--qty %d: want 1-1000", c.Qty))
+	}
+	if len(c.Currency) != 3 {
+		errs = append(errs, fmt.Errorf("--currency %q: want a 3-letter ISO 4217 code", c.Currency))
+	}
+	for name, r := range map[string]float64{"--pay-ratio": c.PayRatio, "--cancel-ratio": c.CancelRatio,
+		"--late-pay-ratio": c.LatePayRatio, "--duplicate-ratio": c.DuplicateRatio} {
+		if r < 0 || r > 1 {
+			errs = append(errs, fmt.Errorf("%s %g: want a share between 0 and 1", name, r))
+		}
+	}
+	if s := c.PayRatio + c.CancelRatio + c.LatePayRatio; s > 1+1e-9 {
+		errs = append(errs, fmt.Errorf("--pay-ratio + --cancel-ratio + --late-pay-ratio = %g: must not exceed 1 (the rest expire)", s))
+	}
+	if c.Out == "" {
+		errs = append(errs, errors.New("--out: want a directory for the report"))
+	}
+	if c.QuietTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--quiet-timeout %s: want a positive duration", c.QuietTimeout))
+	}
+	if c.MySQLDSN != "" && c.SQLitePath != "" {
+		errs = append(errs, errors.New("--mysql-dsn and --sqlite-path: give at most one"))
+	}
+	if c.SampleEvery <= 0 {
+		c.SampleEvery = 500 * time.Millisecond
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = 2 * time.Second
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.RunID == "" {
+		c.RunID = fmt.Sprintf("%x", time.Now().UnixNano()/int64(time.Millisecond))
+	}
+	if !namePattern.MatchString(c.RunID) || len(c.RunID) > 24 {
+		errs = append(errs, fmt.Errorf("--run-id %q: want 1-24 chars of A-Za-z0-9._-", c.RunID))
+	}
+	if c.SKUPrefix == "" {
+		c.SKUPrefix = "FS-" + c.RunID + "-"
+	}
+	if !namePattern.MatchString(c.SKUPrefix+"0") || len(c.SKUPrefix) > 58 {
+		errs = append(errs, fmt.Errorf("--sku-prefix %q: want up to 58 chars of A-Za-z0-9._-", c.SKUPrefix))
+	}
+	return errors.Join(errs...)
+}
+
+// SKUNames are the run's SKUs.
+func (c Config) SKUNames() []string {
+	out := make([]string, c.SKUs)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", c.SKUPrefix, i+1)
+	}
+	return out
+}
+
+// Param is one parameter of a run as the report shows it (by its flag name).
+type Param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Params lists the run's parameters by flag name; secrets are left out and a DSN is redacted.
+func (c Config) Params() []Param {
+	mode := "closed loop"
+	if c.Rate > 0 {
+		mode = "open loop"
+	}
+	db := "none (API view only)"
+	switch {
+	case c.MySQLDSN != "":
+		db = "mysql"
+	case c.SQLitePath != "":
+		db = "sqlite " + c.SQLitePath
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return []Param{
+		{"target", c.Target}, {"run-id", c.RunID}, {"mode", mode},
+		{"rate", f(c.Rate)}, {"concurrency", strconv.Itoa(c.Concurrency)}, {"duration", c.Duration.String()},
+		{"buyers", strconv.Itoa(c.Buyers)}, {"skus", strconv.Itoa(c.SKUs)}, {"sku-prefix", c.SKUPrefix},
+		{"stock", strconv.FormatInt(c.Stock, 10)}, {"price-cents", strconv.FormatInt(c.PriceCents, 10)},
+		{"qty", strconv.FormatInt(c.Qty, 10)}, {"currency", c.Currency},
+		{"pay-ratio", f(c.PayRatio)}, {"cancel-ratio", f(c.CancelRatio)}, {"late-pay-ratio", f(c.LatePayRatio)},
+		{"duplicate-ratio", f(c.DuplicateRatio)}, {"seed", strconv.FormatUint(c.Seed, 10)},
+		{"quiet-timeout", c.QuietTimeout.String()}, {"grace", c.Grace.String()}, {"database", db},
+	}
+}

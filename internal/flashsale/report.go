@@ -1,0 +1,222 @@
+package flashsale
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Report is a run as the JSON file holds it; the HTML page renders the same.
+type Report struct {
+	Tool     string    `json:"tool"`
+	RunID    string    `json:"run_id"`
+	Params   []Param   `json:"params"`
+	SKUs     []string  `json:"skus"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// FireSeconds is how long buyers were fired; QuietSeconds how long the wait for quiet took.
+	FireSeconds  float64 `json:"fire_seconds"`
+	QuietSeconds float64 `json:"quiet_seconds"`
+	OfferedRate  float64 `json:"offered_rate,omitempty"`
+	// Sent counts buyers fired; Skipped those not sent because Concurrency requests were in flight.
+	Sent    int64 `json:"sent"`
+	Skipped int64 `json:"skipped"`
+	// AnsweredRate is the buyers' first requests answered per second of firing.
+	AnsweredRate float64                   `json:"answered_rate"`
+	Counts       map[string]int64          `json:"counts"`
+	Errors       map[string]int64          `json:"errors"`
+	ErrorSamples []string                  `json:"error_samples"`
+	Latency      map[string]LatencySummary `json:"latency"`
+	Throughput   []ThroughputPoint         `json:"throughput"`
+	Stock        map[string][]StockPoint   `json:"stock"`
+	// Orders counts the accepted orders by planned action and final status.
+	Orders map[string]map[string]int `json:"orders"`
+	// Payments counts the webhook answers by kind (on time / late) and result.
+	Payments map[string]map[string]int `json:"payments"`
+	Final    []SKUSnapshot             `json:"final_inventory"`
+	Verdict  Verdict                   `json:"verdict"`
+	cfg      Config
+}
+
+func (r *Runner) buildReport(started time.Time, snap Snapshot, v Verdict) *Report {
+	rep := &Report{
+		Tool: "ordersaga flashsale", RunID: r.cfg.RunID, Params: r.cfg.Params(), cfg: r.cfg, SKUs: r.skus,
+		Started: started.UTC(), Finished: r.opts.Now().UTC(),
+		FireSeconds: r.fireEnd.Sub(r.fireStart).Seconds(), QuietSeconds: snap.TakenAt.Sub(r.fireEnd).Seconds(),
+		OfferedRate: r.cfg.Rate, Sent: r.sent.Load(), Skipped: r.skipped.Load(),
+		Counts: map[string]int64{}, Latency: r.stats.Latencies(), Throughput: r.stats.Throughput(),
+		Stock: map[string][]StockPoint{}, Orders: map[string]map[string]int{}, Payments: map[string]map[string]int{},
+		Final: snap.SKUs, Verdict: v,
+	}
+	for o := range nOutcomes {
+		rep.Counts[o.String()] = r.stats.Total(o)
+	}
+	if rep.FireSeconds > 0 {
+		rep.AnsweredRate = float64(rep.Counts["accepted"]+rep.Counts["sold_out"]+rep.Counts["error"]) / rep.FireSeconds
+	}
+	rep.Errors, rep.ErrorSamples = r.stats.Errors()
+	r.mu.Lock()
+	for sku, pts := range r.samples {
+		rep.Stock[sku] = append([]StockPoint(nil), pts...)
+	}
+	r.mu.Unlock()
+	for _, o := range snap.Orders {
+		if rep.Orders[o.Action] == nil {
+			rep.Orders[o.Action] = map[string]int{}
+		}
+		st := string(o.Status)
+		if st == "" {
+			st = "UNKNOWN"
+		}
+		rep.Orders[o.Action][st]++
+	}
+	for _, p := range snap.Payments {
+		kind := "on_time"
+		if p.Late {
+			kind = "late"
+		}
+		if rep.Payments[kind] == nil {
+			rep.Payments[kind] = map[string]int{}
+		}
+		for _, res := range p.Results {
+			rep.Payments[kind][res]++
+		}
+		if p.Failed > 0 {
+			rep.Payments[kind]["failed_deliveries"] += p.Failed
+		}
+	}
+	return rep
+}
+
+// WriteFiles writes report.json and report.html into dir (created if missing) and returns their paths.
+func (rep *Report) WriteFiles(dir string) (jsonPath, htmlPath string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("write report: %w", err)
+	}
+	jsonPath, htmlPath = filepath.Join(dir, "report.json"), filepath.Join(dir, "report.html")
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return "", "", fmt.Errorf("write report: %w", err)
+	}
+	if err := os.WriteFile(jsonPath, append(js, '\n'), 0o644); err != nil {
+		return "", "", fmt.Errorf("write report: %w", err)
+	}
+	f, err := os.Create(htmlPath)
+	if err != nil {
+		return "", "", fmt.Errorf("write report: %w", err)
+	}
+	if err := rep.WriteHTML(f); err != nil {
+		f.Close()
+		return "", "", fmt.Errorf("write report: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", "", fmt.Errorf("write report: %w", err)
+	}
+	return jsonPath, htmlPath, nil
+}
+
+// latencyOrder lists outcomes in the order the report shows them.
+func (rep *Report) latencyOrder() []string {
+	var out []string
+	for o := range nOutcomes {
+		if _, ok := rep.Latency[o.String()]; ok {
+			out = append(out, o.String())
+		}
+	}
+	return out
+}
+
+// WriteSummary prints the run in a few lines: counts, latencies, outcomes, the verdict.
+func (rep *Report) WriteSummary(w io.Writer) {
+	p := rep.cfg
+	mode := fmt.Sprintf("closed loop, %d buyers in parallel", p.Concurrency)
+	if p.Rate > 0 {
+		mode = fmt.Sprintf("%.0f req/s offered, at most %d in flight", p.Rate, p.Concurrency)
+	}
+	fmt.Fprintf(w, "flash sale %s on %s: %d SKU(s) × %d units, %s for %s\n", rep.RunID, p.Target, p.SKUs, p.Stock, mode, p.Duration)
+	fmt.Fprintf(w, "  buyers sent %d (skipped %d), answered %.0f/s: accepted %d, sold out %d, errors %d; resends %d\n",
+		rep.Sent, rep.Skipped, rep.AnsweredRate, rep.Counts["accepted"], rep.Counts["sold_out"], rep.Counts["error"], rep.Counts["duplicate"])
+	fmt.Fprintf(w, "  %-10s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms")
+	for _, name := range rep.latencyOrder() {
+		l := rep.Latency[name]
+		fmt.Fprintf(w, "  %-10s %8d %9.2f %9.2f %9.2f %9.2f %9.2f\n", name, l.Count, l.P50MS, l.P90MS, l.P99MS, l.P999MS, l.MaxMS)
+	}
+	if len(rep.Errors) > 0 {
+		kinds := make([]string, 0, len(rep.Errors))
+		for k := range rep.Errors {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(w, "  errors:")
+		for _, k := range kinds {
+			fmt.Fprintf(w, " %s=%d", k, rep.Errors[k])
+		}
+		fmt.Fprintln(w)
+	}
+	actions := make([]string, 0, len(rep.Orders))
+	for a := range rep.Orders {
+		actions = append(actions, a)
+	}
+	sort.Strings(actions)
+	for _, a := range actions {
+		fmt.Fprintf(w, "  orders to %-8s %s\n", a, fmtCounts(rep.Orders[a]))
+	}
+	for _, k := range []string{"on_time", "late"} {
+		if m, ok := rep.Payments[k]; ok {
+			fmt.Fprintf(w, "  payments %-8s %s\n", k, fmtCounts(m))
+		}
+	}
+	v := rep.Verdict
+	fmt.Fprintf(w, "verdict (%s; quiet=%v):", strings.Join(v.Sources, "+"), v.Quiet)
+	for _, c := range AllChecks {
+		fmt.Fprintf(w, " %s=%d", c, v.Counts.get(c))
+	}
+	if v.OK() {
+		fmt.Fprintln(w, "  => OK")
+	} else {
+		fmt.Fprintln(w, "  => FAILED")
+	}
+	for i, f := range v.Findings {
+		if i == 20 {
+			fmt.Fprintf(w, "  … %d more findings in the report\n", len(v.Findings)-20)
+			break
+		}
+		fmt.Fprintf(w, "  [%s/%s] %s\n", f.Source, f.Check, findingText(f))
+	}
+}
+
+func fmtCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func findingText(f Finding) string {
+	var about []string
+	if f.SKU != "" {
+		about = append(about, "sku "+f.SKU)
+	}
+	if f.OrderID != "" {
+		about = append(about, "order "+f.OrderID)
+	}
+	if f.EventID != "" {
+		about = append(about, "event "+f.EventID)
+	}
+	if len(about) == 0 {
+		return f.Detail
+	}
+	return strings.Join(about, ", ") + ": " + f.Detail
+}

@@ -1,0 +1,161 @@
+package flashsale
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// sampleReport is a report with every section filled, built without a run.
+func sampleReport(t testing.TB) *Report {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.AdminToken, cfg.WebhookSecret = "secret-admin", "secret-hook"
+	cfg.Target = "http://127.0.0.1:8080"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	st := NewStats(time.Now())
+	for i := range 500 {
+		st.Record(OutSoldOut, time.Duration(200+i*7)*time.Microsecond)
+		if i%5 == 0 {
+			st.Record(OutAccepted, time.Duration(8+i%40)*time.Millisecond)
+		}
+	}
+	st.Record(OutError, 3*time.Second)
+	st.Error("http_503", `{"type":"about:blank"}`)
+	snap := cleanSnapshot()
+	snap.SKUs[0].API.Holds = 1 // something to show among the findings
+	v := Check(snap)
+	rep := &Report{
+		Tool: "ordersaga flashsale", RunID: cfg.RunID, Params: cfg.Params(), cfg: cfg, SKUs: cfg.SKUNames(),
+		Started: t0, Finished: t0.Add(30 * time.Second), FireSeconds: 10, QuietSeconds: 5, Sent: 501,
+		Counts: map[string]int64{"accepted": 100, "sold_out": 500, "error": 1}, Latency: st.Latencies(),
+		Throughput: []ThroughputPoint{{T: 0, Counts: map[string]int64{"sold_out": 250, "accepted": 50}}, {T: 1, Counts: map[string]int64{"sold_out": 250, "accepted": 50, "error": 1}}},
+		Stock:      map[string][]StockPoint{"FS-A": {{T: 0, DBStock: 10, RedisAvailable: ptr[int64](10)}, {T: 1, DBStock: 8, RedisAvailable: ptr[int64](7), Holds: 1}, {T: 2, DBStock: 8, RedisAvailable: nil}}},
+		Orders:     map[string]map[string]int{ActionPay: {"PAID": 50}, ActionExpire: {"EXPIRED": 50}},
+		Payments:   map[string]map[string]int{"on_time": {"applied": 50}, "late": {"refunded": 3, "duplicate": 3}},
+		Final:      snap.SKUs, Verdict: v,
+	}
+	rep.Errors, rep.ErrorSamples = st.Errors()
+	return rep
+}
+
+func TestReportHTMLIsSelfContained(t *testing.T) {
+	rep := sampleReport(t)
+	var buf bytes.Buffer
+	if err := rep.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	z := html.NewTokenizer(strings.NewReader(page))
+	tags := map[string]int{}
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			if z.Err() != io.EOF {
+				t.Fatalf("page does not tokenize: %v", z.Err())
+			}
+			break
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		tok := z.Token()
+		tags[tok.Data]++
+		for _, a := range tok.Attr {
+			key := strings.ToLower(a.Key)
+			val := strings.ToLower(strings.TrimSpace(a.Val))
+			if key == "src" || key == "href" || key == "xlink:href" || key == "srcset" || key == "action" || key == "data" {
+				t.Errorf("<%s %s=%q>: the page must not load anything", tok.Data, a.Key, a.Val)
+			}
+			if strings.Contains(val, "http://") || strings.Contains(val, "https://") || strings.Contains(val, "url(") {
+				t.Errorf("<%s %s=%q>: external reference", tok.Data, a.Key, a.Val)
+			}
+		}
+		if tok.Data == "link" || tok.Data == "iframe" || tok.Data == "img" || tok.Data == "object" || tok.Data == "embed" {
+			t.Errorf("<%s> in a self-contained page", tok.Data)
+		}
+	}
+	for _, bad := range []string{"@import", "url(", "@font-face", "ZgotmplZ", "secret-admin", "secret-hook"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	// One throughput chart, one stock chart, and a histogram per outcome.
+	if want := 2 + len(rep.Latency); tags["svg"] != want {
+		t.Errorf("%d <svg> charts, want %d", tags["svg"], want)
+	}
+	for _, want := range []string{"<polyline", "p99", "sold_out", "lost_units", "FAILED", "stock of FS-A", rep.RunID} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil || doc.FirstChild == nil {
+		t.Fatalf("page does not parse: %v", err)
+	}
+}
+
+func TestReportFilesRoundTrip(t *testing.T) {
+	rep := sampleReport(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	jsonPath, htmlPath, err := rep.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatalf("report.json does not parse: %v", err)
+	}
+	if back.RunID != rep.RunID || back.Verdict.LostUnits != 1 || back.Latency["sold_out"].Count != 500 {
+		t.Errorf("report.json lost data: run %q lost %d sold_out %d", back.RunID, back.Verdict.LostUnits, back.Latency["sold_out"].Count)
+	}
+	if strings.Contains(string(raw), "secret-") {
+		t.Error("report.json carries a secret")
+	}
+	if fi, err := os.Stat(htmlPath); err != nil || fi.Size() == 0 {
+		t.Errorf("report.html: %v", err)
+	}
+	var sum bytes.Buffer
+	rep.WriteSummary(&sum)
+	if !strings.Contains(sum.String(), "FAILED") || !strings.Contains(sum.String(), "lost_units=1") {
+		t.Errorf("summary:\n%s", sum.String())
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	var h Histogram
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	for _, c := range []struct{ q, want float64 }{{0.5, 500}, {0.9, 900}, {0.99, 990}, {1, 1000}} {
+		if got := h.Quantile(c.q); got < c.want*0.96 || got > c.want*1.04 {
+			t.Errorf("q%.2f = %.1f ms, want %.0f ±4%%", c.q, got, c.want)
+		}
+	}
+	s := h.Summary()
+	var n int64
+	for _, b := range s.Buckets {
+		n += b.Count
+	}
+	if n != 1000 || s.MaxMS != 1000 {
+		t.Errorf("buckets hold %d, max %.1f", n, s.MaxMS)
+	}
+	for i := range 2000 {
+		if lo := bucketLow(bucketOf(uint64(i))); lo > uint64(i) || bucketLow(bucketOf(uint64(i))+1) <= uint64(i) {
+			t.Fatalf("value %d in bucket [%d, %d)", i, lo, bucketLow(bucketOf(uint64(i))+1))
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package flashsale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Options are how Run reports while it works.
+type Options struct {
+	// Progress receives the live progress (a bar when Terminal, else a line every Config.ProgressEvery).
+	Progress io.Writer
+	Terminal bool
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Runner is one flash-sale run.
+type Runner struct {
+	cfg   Config
+	opts  Options
+	c     *Client
+	stats *Stats
+	skus  []string
+	db    *DBReader
+
+	fireStart, fireEnd time.Time
+	sent, skipped      atomic.Int64
+	inflight           atomic.Int64
+	actionsLeft        atomic.Int64
+	httpSem            chan struct{} // bounds the follow-up requests (payments, cancels, polls)
+	// follow is the context of the follow-ups (payments, cancels, late payments); the wait for quiet
+	// cancels it when its time is up.
+	follow     context.Context
+	stopFollow context.CancelFunc
+
+	mu       sync.Mutex
+	orders   map[string]*OrderSnapshot // by order ID, every order answered 201
+	order    []string                  // order IDs in the order they were accepted
+	byKey    map[string][]string       // Idempotency-Key -> order IDs answered 201
+	payments map[string]*PaymentSnapshot
+	lastPay  time.Time // latest pay_by of an accepted order
+	samples  map[string][]StockPoint
+	phase    string
+}
+
+// StockPoint is one sample of a SKU's inventory.
+type StockPoint struct {
+	T              float64 `json:"t"`
+	DBStock        int64   `json:"db_stock"`
+	RedisAvailable *int64  `json:"redis_available"`
+	Holds          int64   `json:"holds"`
+}
+
+// maxSampledSKUs bounds the SKUs whose stock is sampled over time.
+const maxSampledSKUs = 20
+
+// Run performs a whole run: set the stock, fire the buyers, act on the winners, wait for quiet, judge,
+// and return the report (not yet written). cfg must have passed Validate. A cancelled ctx stops the
+// firing and the wait early; the report then says the run was not quiet.
+func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	r := &Runner{
+		cfg:      cfg,
+		opts:     opts,
+		c:        NewClient(cfg.Target, cfg.AdminToken, cfg.WebhookSecret, cfg.Concurrency+64, cfg.RequestTimeout),
+		skus:     cfg.SKUNames(),
+		httpSem:  make(chan struct{}, 64),
+		orders:   map[string]*OrderSnapshot{},
+		byKey:    map[string][]string{},
+		payments: map[string]*PaymentSnapshot{},
+		samples:  map[string][]StockPoint{},
+	}
+	defer r.c.Close()
+	if cfg.MySQLDSN != "" || cfg.SQLitePath != "" {
+		db, err := OpenDBReader(ctx, cfg.MySQLDSN, cfg.SQLitePath)
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		r.db = db
+		n, err := db.LedgerRows(ctx, r.skus)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			return nil, fmt.Errorf("the database already has %d ledger rows for SKUs %s*: the database checks need fresh SKUs (change --sku-prefix or leave it empty)", n, cfg.SKUPrefix)
+		}
+	}
+	started := opts.Now()
+	r.stats = NewStats(started)
+	for _, sku := range r.skus {
+		if _, err := r.c.PutInventory(ctx, sku, cfg.Stock, cfg.PriceCents); err != nil {
+			return nil, fmt.Errorf("set stock: %w", err)
+		}
+	}
+
+	r.fireStart = opts.Now()
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var bgWG sync.WaitGroup
+	bgWG.Go(func() { r.sample(bg) })
+	prog := newProgress(opts.Progress, opts.Terminal, cfg)
+	bgWG.Go(func() { r.report(bg, prog) })
+
+	r.follow, r.stopFollow = context.WithCancel(ctx)
+	defer r.stopFollow()
+	r.setPhase("firing")
+	r.fire(ctx)
+	r.setPhase("waiting for quiet")
+	quiet := r.waitQuiet(ctx)
+	stopBG()
+	bgWG.Wait()
+	prog.finish()
+
+	// The last reads use their own deadline: an interrupted run still gets its snapshot.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	snap, err := r.snapshot(fctx, quiet)
+	if err != nil {
+		return nil, err
+	}
+	verdict := Check(snap)
+	return r.buildReport(started, snap, verdict), nil
+}
+
+func (r *Runner) setPhase(p string) {
+	r.mu.Lock()
+	r.phase = p
+	r.mu.Unlock()
+}
+
+// snapshot gathers the final view: inventory, every order's status, every payment answer, and the database.
+func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
+	s := Snapshot{TakenAt: r.opts.Now(), Quiet: quiet, Grace: r.cfg.Grace}
+	for _, sku := range r.skus {
+		ss := SKUSnapshot{SKU: sku, Initial: r.cfg.Stock}
+		if inv, err := r.c.GetInventory(ctx, sku); err == nil {
+			ss.API = &inv
+		} else {
+			r.stats.Error("inventory", err.Error())
+		}
+		s.SKUs = append(s.SKUs, ss)
+	}
+	r.mu.Lock()
+	for _, id := range r.order {
+		o := *r.orders[id]
+		o.KeyOrderIDs = append([]string(nil), o.KeyOrderIDs...)
+		s.Orders = append(s.Orders, o)
+	}
+	for _, id := range r.order {
+		for _, ev := range []string{payEventID(id), latePayEventID(id)} {
+			if p, ok := r.payments[ev]; ok {
+				cp := *p
+				cp.Results = append([]string(nil), p.Results...)
+				s.Payments = append(s.Payments, cp)
+			}
+		}
+	}
+	r.mu.Unlock()
+	if r.db != nil {
+		db, err := r.db.Snapshot(ctx, r.skus)
+		if err != nil {
+			return s, err
+		}
+		s.DB = db
+	}
+	return s, nil
+}
+
+func payEventID(orderID string) string     { return "evt-" + orderID }
+func latePayEventID(orderID string) string { return "evt-late-" + orderID }
+
+// accepted records a 201: a new order, or one more answer naming an order already known.
+func (r *Runner) accepted(o ordersaga.Order, key, userID, action string) (*OrderSnapshot, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev, ok := r.orders[o.OrderID]; ok {
+		prev.KeyOrderIDs = append(prev.KeyOrderIDs, o.OrderID)
+		return prev, false
+	}
+	snap := &OrderSnapshot{OrderID: o.OrderID, Key: key, UserID: userID, Lines: o.Lines, PayBy: o.PayBy,
+		Action: action, Status: o.Status, KeyOrderIDs: []string{o.OrderID}}
+	// Another order for the same key (it must never happen) is linked both ways for the verdict.
+	for _, id := range r.byKey[key] {
+		other := r.orders[id]
+		other.KeyOrderIDs = append(other.KeyOrderIDs, o.OrderID)
+		snap.KeyOrderIDs = append(snap.KeyOrderIDs, other.OrderID)
+	}
+	r.byKey[key] = append(r.byKey[key], o.OrderID)
+	r.orders[o.OrderID] = snap
+	r.order = append(r.order, o.OrderID)
+	if o.PayBy != nil && o.PayBy.After(r.lastPay) {
+		r.lastPay = *o.PayBy
+	}
+	return snap, true
+}
+
+func (r *Runner) setStatus(id string, s ordersaga.Status) {
+	r.mu.Lock()
+	if o, ok := r.orders[id]; ok {
+		o.Status = s
+	}
+	r.mu.Unlock()
+}

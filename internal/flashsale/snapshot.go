@@ -1,0 +1,107 @@
+package flashsale
+
+import (
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Snapshot is everything the verdict is judged on: the API's view of the run (inventory, every order the
+// run placed, every webhook answer) and, when the tool was given the database, the database's view.
+// Check is a pure function of it, so tests can doctor one.
+type Snapshot struct {
+	TakenAt time.Time `json:"taken_at"`
+	// Quiet is true when every order the run placed was final and no SKU had holds left.
+	Quiet bool `json:"quiet"`
+	// Grace is how long past its payment deadline an order may still be open (I5).
+	Grace    time.Duration     `json:"grace"`
+	SKUs     []SKUSnapshot     `json:"skus"`
+	Orders   []OrderSnapshot   `json:"orders"`
+	Payments []PaymentSnapshot `json:"payments"`
+	DB       *DBSnapshot       `json:"db,omitempty"`
+}
+
+// SKUSnapshot is one SKU: the stock the run set, and the inventory as GET /v1/inventory showed it at the end.
+type SKUSnapshot struct {
+	SKU     string     `json:"sku"`
+	Initial int64      `json:"initial"`
+	API     *Inventory `json:"api,omitempty"`
+}
+
+// Inventory is the body of GET /v1/inventory/{sku}.
+type Inventory struct {
+	SKU            string `json:"sku"`
+	DBStock        int64  `json:"db_stock"`
+	RedisAvailable *int64 `json:"redis_available"`
+	Holds          int64  `json:"holds"`
+	PriceCents     int64  `json:"price_cents"`
+	Drift          int64  `json:"drift"`
+}
+
+// Order actions the run takes on an accepted order.
+const (
+	ActionPay     = "pay"
+	ActionCancel  = "cancel"
+	ActionLatePay = "late_pay"
+	ActionExpire  = "expire"
+)
+
+// OrderSnapshot is one order the run placed (answered 201) and what became of it.
+type OrderSnapshot struct {
+	OrderID string           `json:"order_id"`
+	Key     string           `json:"key"`
+	UserID  string           `json:"user_id"`
+	Lines   []ordersaga.Line `json:"lines"`
+	PayBy   *time.Time       `json:"pay_by,omitempty"`
+	Action  string           `json:"action"`
+	// KeyOrderIDs is the order ID of every 201 answer to this Idempotency-Key (the first and any resend).
+	KeyOrderIDs []string `json:"key_order_ids"`
+	// Status is the order's last known status (GET /v1/orders/{id}); "" when it could not be read.
+	Status ordersaga.Status `json:"status"`
+	// CancelStatus is the status the cancel endpoint answered with ("" when not cancelled or it failed).
+	CancelStatus ordersaga.Status `json:"cancel_status,omitempty"`
+}
+
+// PaymentSnapshot is one payment event the run sent and every 200 answer it got.
+type PaymentSnapshot struct {
+	EventID string   `json:"event_id"`
+	OrderID string   `json:"order_id"`
+	Late    bool     `json:"late"`
+	Results []string `json:"results"`
+	// Failed counts deliveries that got no 200 answer (transport error, 5xx): the event may have been
+	// applied without the run seeing the answer.
+	Failed int `json:"failed,omitempty"`
+}
+
+// DBSnapshot is the database's view of the run's SKUs.
+type DBSnapshot struct {
+	Stock map[string]int64 `json:"stock"`
+	// Baseline is Σ DEDUCT − Σ RESTORE of each SKU when the run started (0 for fresh SKUs).
+	Baseline map[string]int64 `json:"baseline"`
+	Ledger   []LedgerRow      `json:"ledger"`
+	Orders   []DBOrder        `json:"orders"`
+	Payments []DBPayment      `json:"payments"`
+}
+
+// LedgerRow is one stock_ledger row.
+type LedgerRow struct {
+	OrderID string `json:"order_id"`
+	SKU     string `json:"sku"`
+	Op      string `json:"op"`
+	Qty     int64  `json:"qty"`
+}
+
+// DBOrder is one orders row with its lines.
+type DBOrder struct {
+	OrderID string           `json:"order_id"`
+	Status  ordersaga.Status `json:"status"`
+	PayBy   *time.Time       `json:"pay_by,omitempty"`
+	Lines   []ordersaga.Line `json:"lines"`
+}
+
+// DBPayment is one payments row.
+type DBPayment struct {
+	EventID string `json:"event_id"`
+	OrderID string `json:"order_id"`
+	Result  string `json:"result"`
+}

@@ -1,0 +1,436 @@
+package flashsale
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Names of the checks, as Finding.Check and in the report.
+const (
+	CheckOversold   = "oversold_units"
+	CheckLost       = "lost_units"
+	CheckDuplicate  = "duplicate_deductions"
+	CheckStuck      = "stuck_orders"
+	CheckRefund     = "double_refunds"
+	CheckState      = "state_errors"
+	CheckCacheDrift = "cache_drift"
+)
+
+// Sources of a finding.
+const (
+	SourceAPI = "api"
+	SourceDB  = "db"
+)
+
+// Counts are the verdict's figures; every one must be 0.
+type Counts struct {
+	// OversoldUnits: units sold or promised beyond the stock (I2), or created by a bad restore (I1).
+	OversoldUnits int64 `json:"oversold_units"`
+	// LostUnits: units neither sold nor back on sale — leaked holds, deducts kept by unpaid orders,
+	// stock that vanished (I1, I3).
+	LostUnits int64 `json:"lost_units"`
+	// DuplicateDeductions: a second DEDUCT (or RESTORE) of one order line, or a second order for one
+	// Idempotency-Key (I4).
+	DuplicateDeductions int64 `json:"duplicate_deductions"`
+	// StuckOrders: orders still open past their payment deadline plus the grace (I5).
+	StuckOrders int64 `json:"stuck_orders"`
+	// DoubleRefunds: one payment event refunded more than once, or both applied and refunded (I4).
+	DoubleRefunds int64 `json:"double_refunds"`
+	// StateErrors: a final state contradicting an answer — two applied payments on an order, a payment
+	// answered "applied" on an order that is not PAID, a cancel answered CANCELLED on one that is not,
+	// the API and the database disagreeing about a closed order.
+	StateErrors int64 `json:"state_errors"`
+	// CacheDrift: units Redis promises beyond what the database has (I3) once quiet.
+	CacheDrift int64 `json:"cache_drift"`
+}
+
+func (c Counts) get(check string) int64 {
+	switch check {
+	case CheckOversold:
+		return c.OversoldUnits
+	case CheckLost:
+		return c.LostUnits
+	case CheckDuplicate:
+		return c.DuplicateDeductions
+	case CheckStuck:
+		return c.StuckOrders
+	case CheckRefund:
+		return c.DoubleRefunds
+	case CheckState:
+		return c.StateErrors
+	case CheckCacheDrift:
+		return c.CacheDrift
+	}
+	return 0
+}
+
+func (c *Counts) add(check string, n int64) {
+	switch check {
+	case CheckOversold:
+		c.OversoldUnits += n
+	case CheckLost:
+		c.LostUnits += n
+	case CheckDuplicate:
+		c.DuplicateDeductions += n
+	case CheckStuck:
+		c.StuckOrders += n
+	case CheckRefund:
+		c.DoubleRefunds += n
+	case CheckState:
+		c.StateErrors += n
+	case CheckCacheDrift:
+		c.CacheDrift += n
+	}
+}
+
+// AllChecks lists the checks in report order.
+var AllChecks = []string{CheckOversold, CheckLost, CheckDuplicate, CheckStuck, CheckRefund, CheckState, CheckCacheDrift}
+
+// Finding is one violation, with what it is about.
+type Finding struct {
+	Check   string `json:"check"`
+	Source  string `json:"source"`
+	SKU     string `json:"sku,omitempty"`
+	OrderID string `json:"order_id,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+	N       int64  `json:"n"`
+	Detail  string `json:"detail"`
+}
+
+// Verdict is the outcome of Check. Counts is, per check, the larger of what the API and the database
+// showed (both see the same violation; adding them would count it twice).
+type Verdict struct {
+	Counts
+	Quiet    bool              `json:"quiet"`
+	Sources  []string          `json:"sources"`
+	BySource map[string]Counts `json:"by_source"`
+	Findings []Finding         `json:"findings"`
+}
+
+// OK reports whether the run was quiet at the end and every count is 0.
+func (v Verdict) OK() bool { return v.Quiet && v.Counts == (Counts{}) }
+
+type judge struct {
+	v Verdict
+}
+
+func (j *judge) bad(f Finding) {
+	if f.N <= 0 {
+		return
+	}
+	c := j.v.BySource[f.Source]
+	c.add(f.Check, f.N)
+	j.v.BySource[f.Source] = c
+	j.v.Findings = append(j.v.Findings, f)
+}
+
+// Check judges a snapshot. It is a pure function: everything it knows is in s.
+func Check(s Snapshot) Verdict {
+	j := &judge{v: Verdict{Quiet: s.Quiet, BySource: map[string]Counts{SourceAPI: {}}, Sources: []string{SourceAPI}}}
+	checkAPI(j, s)
+	if s.DB != nil {
+		j.v.Sources = append(j.v.Sources, SourceDB)
+		j.v.BySource[SourceDB] = Counts{}
+		checkDB(j, s)
+	}
+	for _, check := range AllChecks {
+		var most int64
+		for _, c := range j.v.BySource {
+			most = max(most, c.get(check))
+		}
+		j.v.Counts.add(check, most)
+	}
+	if !s.Quiet {
+		open := 0
+		for _, o := range s.Orders {
+			if !o.Status.Final() {
+				open++
+			}
+		}
+		j.v.Findings = append(j.v.Findings, Finding{Check: "quiet", Source: SourceAPI, N: int64(open),
+			Detail: fmt.Sprintf("not quiet when the wait ended: %d placed orders still open or holds left; the verdict is not final", open)})
+	}
+	sortFindings(j.v.Findings)
+	return j.v
+}
+
+// units sums the units per SKU of orders in the given statuses.
+func unitsBySKU[O any](orders []O, status func(O) ordersaga.Status, lines func(O) []ordersaga.Line, want ...ordersaga.Status) map[string]int64 {
+	out := map[string]int64{}
+	for _, o := range orders {
+		if !slices.Contains(want, status(o)) {
+			continue
+		}
+		for _, l := range lines(o) {
+			out[l.SKU] += l.Qty
+		}
+	}
+	return out
+}
+
+var openStatuses = []ordersaga.Status{ordersaga.StatusAwaitingPayment, ordersaga.StatusReserving, ""}
+
+// stuck reports whether an order is open past its deadline plus the grace (or its status is unknown).
+func stuck(s Snapshot, status ordersaga.Status, payBy *time.Time) bool {
+	if status.Final() {
+		return false
+	}
+	if status == "" || payBy == nil {
+		return true
+	}
+	return s.TakenAt.After(payBy.Add(s.Grace))
+}
+
+func checkAPI(j *judge, s Snapshot) {
+	ordStatus := func(o OrderSnapshot) ordersaga.Status { return o.Status }
+	ordLines := func(o OrderSnapshot) []ordersaga.Line { return o.Lines }
+	paid := unitsBySKU(s.Orders, ordStatus, ordLines, ordersaga.StatusPaid)
+	live := unitsBySKU(s.Orders, ordStatus, ordLines, openStatuses...)
+
+	for _, sku := range s.SKUs {
+		inv := sku.API
+		if inv == nil {
+			j.bad(Finding{Check: CheckLost, Source: SourceAPI, SKU: sku.SKU, N: sku.Initial,
+				Detail: "inventory could not be read at the end; every unit is unaccounted for"})
+			continue
+		}
+		sold := paid[sku.SKU] + live[sku.SKU]
+		if n := sold - sku.Initial; n > 0 {
+			j.bad(Finding{Check: CheckOversold, Source: SourceAPI, SKU: sku.SKU, N: n,
+				Detail: fmt.Sprintf("units in PAID + open orders = %d > stock %d", sold, sku.Initial)})
+		} else if n := inv.DBStock + sold - sku.Initial; n > 0 {
+			j.bad(Finding{Check: CheckOversold, Source: SourceAPI, SKU: sku.SKU, N: n,
+				Detail: fmt.Sprintf("db_stock %d + units in PAID and open orders %d = %d > stock %d: units created (a restore too many)", inv.DBStock, sold, inv.DBStock+sold, sku.Initial)})
+		} else if inv.DBStock < 0 {
+			j.bad(Finding{Check: CheckOversold, Source: SourceAPI, SKU: sku.SKU, N: -inv.DBStock,
+				Detail: fmt.Sprintf("db_stock %d is negative", inv.DBStock)})
+		}
+		if n := sku.Initial - inv.DBStock - sold; n > 0 {
+			j.bad(Finding{Check: CheckLost, Source: SourceAPI, SKU: sku.SKU, N: n,
+				Detail: fmt.Sprintf("stock %d − db_stock %d − units in PAID and open orders %d = %d units neither sold nor on sale", sku.Initial, inv.DBStock, sold, n)})
+		}
+		if inv.RedisAvailable == nil {
+			j.bad(Finding{Check: CheckLost, Source: SourceAPI, SKU: sku.SKU, N: max(inv.DBStock, 0),
+				Detail: "not loaded in Redis: nothing the database has can be sold"})
+			continue
+		}
+		avail := *inv.RedisAvailable
+		if n := inv.DBStock - inv.Holds - avail; n > 0 {
+			j.bad(Finding{Check: CheckLost, Source: SourceAPI, SKU: sku.SKU, N: n,
+				Detail: fmt.Sprintf("redis_available %d < db_stock %d − holds %d: Redis will not sell units the database has", avail, inv.DBStock, inv.Holds)})
+		}
+		if inv.Holds > 0 {
+			j.bad(Finding{Check: CheckLost, Source: SourceAPI, SKU: sku.SKU, N: inv.Holds,
+				Detail: fmt.Sprintf("%d units still held in Redis after the wait (leaked holds)", inv.Holds)})
+		}
+		if n := avail - (inv.DBStock - inv.Holds); n > 0 {
+			j.bad(Finding{Check: CheckCacheDrift, Source: SourceAPI, SKU: sku.SKU, N: n,
+				Detail: fmt.Sprintf("redis_available %d > db_stock %d − holds %d (I3)", avail, inv.DBStock, inv.Holds)})
+		}
+	}
+
+	// One order per Idempotency-Key.
+	keys := map[string][]string{}
+	for _, o := range s.Orders {
+		for _, id := range o.KeyOrderIDs {
+			if !slices.Contains(keys[o.Key], id) {
+				keys[o.Key] = append(keys[o.Key], id)
+			}
+		}
+	}
+	for key, ids := range keys {
+		if len(ids) > 1 {
+			j.bad(Finding{Check: CheckDuplicate, Source: SourceAPI, N: int64(len(ids) - 1),
+				Detail: fmt.Sprintf("Idempotency-Key %s answered 201 with %d different orders %v", key, len(ids), ids)})
+		}
+	}
+
+	applied := map[string][]string{} // order -> events answered applied
+	unsure := map[string]bool{}      // order -> a delivery went unanswered
+	for _, p := range s.Payments {
+		if p.Failed > 0 {
+			unsure[p.OrderID] = true
+		}
+		var nApplied, nRefunded int64
+		for _, r := range p.Results {
+			switch ordersaga.PaymentResult(r) {
+			case ordersaga.PaymentApplied:
+				nApplied++
+			case ordersaga.PaymentRefunded:
+				nRefunded++
+			}
+		}
+		if nRefunded > 1 {
+			j.bad(Finding{Check: CheckRefund, Source: SourceAPI, OrderID: p.OrderID, EventID: p.EventID, N: nRefunded - 1,
+				Detail: fmt.Sprintf("event answered refunded %d times (a redelivery must answer duplicate)", nRefunded)})
+		}
+		if nApplied > 0 && nRefunded > 0 {
+			j.bad(Finding{Check: CheckRefund, Source: SourceAPI, OrderID: p.OrderID, EventID: p.EventID, N: 1,
+				Detail: "event answered both applied and refunded"})
+		}
+		if nApplied > 1 {
+			j.bad(Finding{Check: CheckState, Source: SourceAPI, OrderID: p.OrderID, EventID: p.EventID, N: nApplied - 1,
+				Detail: fmt.Sprintf("event answered applied %d times (a redelivery must answer duplicate)", nApplied)})
+		}
+		if nApplied > 0 {
+			applied[p.OrderID] = append(applied[p.OrderID], p.EventID)
+		}
+	}
+
+	for _, o := range s.Orders {
+		if stuck(s, o.Status, o.PayBy) {
+			detail := fmt.Sprintf("status %q past its deadline plus %s", o.Status, s.Grace)
+			if o.Status == "" {
+				detail = "status could not be read"
+			}
+			j.bad(Finding{Check: CheckStuck, Source: SourceAPI, OrderID: o.OrderID, N: 1, Detail: detail})
+		}
+		if ev := applied[o.OrderID]; len(ev) > 1 {
+			j.bad(Finding{Check: CheckState, Source: SourceAPI, OrderID: o.OrderID, N: int64(len(ev) - 1),
+				Detail: fmt.Sprintf("%d payment events applied to one order %v (charged twice)", len(ev), ev)})
+		}
+		if len(applied[o.OrderID]) > 0 && o.Status.Final() && o.Status != ordersaga.StatusPaid {
+			j.bad(Finding{Check: CheckState, Source: SourceAPI, OrderID: o.OrderID, N: 1,
+				Detail: fmt.Sprintf("a payment was answered applied but the order is %s", o.Status)})
+		}
+		if o.Status == ordersaga.StatusPaid && len(applied[o.OrderID]) == 0 && !unsure[o.OrderID] {
+			j.bad(Finding{Check: CheckState, Source: SourceAPI, OrderID: o.OrderID, N: 1,
+				Detail: "order is PAID but no payment of this run was answered applied"})
+		}
+		if o.CancelStatus == ordersaga.StatusCancelled && o.Status.Final() && o.Status != ordersaga.StatusCancelled {
+			j.bad(Finding{Check: CheckState, Source: SourceAPI, OrderID: o.OrderID, N: 1,
+				Detail: fmt.Sprintf("cancel answered CANCELLED but the order is %s", o.Status)})
+		}
+	}
+}
+
+func checkDB(j *judge, s Snapshot) {
+	db := s.DB
+	dbStatus := func(o DBOrder) ordersaga.Status { return o.Status }
+	dbLines := func(o DBOrder) []ordersaga.Line { return o.Lines }
+	paid := unitsBySKU(db.Orders, dbStatus, dbLines, ordersaga.StatusPaid)
+	live := unitsBySKU(db.Orders, dbStatus, dbLines, openStatuses...)
+
+	type lineKey struct{ order, sku, op string }
+	rows := map[lineKey]int64{}
+	deducted, restored := map[string]int64{}, map[string]int64{}
+	kept := map[[2]string]int64{} // (order, sku) -> deducted − restored
+	for _, r := range db.Ledger {
+		rows[lineKey{r.OrderID, r.SKU, r.Op}]++
+		switch r.Op {
+		case "DEDUCT":
+			deducted[r.SKU] += r.Qty
+			kept[[2]string{r.OrderID, r.SKU}] += r.Qty
+		case "RESTORE":
+			restored[r.SKU] += r.Qty
+			kept[[2]string{r.OrderID, r.SKU}] -= r.Qty
+		}
+	}
+	for k, n := range rows {
+		if n > 1 {
+			j.bad(Finding{Check: CheckDuplicate, Source: SourceDB, SKU: k.sku, OrderID: k.order, N: n - 1,
+				Detail: fmt.Sprintf("%d %s ledger rows for one order line", n, k.op)})
+		}
+	}
+
+	for _, sku := range s.SKUs {
+		stock, ok := db.Stock[sku.SKU]
+		if !ok {
+			j.bad(Finding{Check: CheckLost, Source: SourceDB, SKU: sku.SKU, N: sku.Initial, Detail: "no inventory row"})
+			continue
+		}
+		net := deducted[sku.SKU] - restored[sku.SKU]
+		sold := paid[sku.SKU] + live[sku.SKU]
+		over := max(sold-sku.Initial, stock+net-sku.Initial, sold-net, -stock)
+		if over > 0 {
+			j.bad(Finding{Check: CheckOversold, Source: SourceDB, SKU: sku.SKU, N: over,
+				Detail: fmt.Sprintf("stock %d, db.stock %d, Σdeduct−Σrestore %d, units in PAID and open orders %d", sku.Initial, stock, net, sold)})
+		}
+		lost := max(sku.Initial-stock-net, 0) + max(net-sold, 0)
+		if lost > 0 {
+			j.bad(Finding{Check: CheckLost, Source: SourceDB, SKU: sku.SKU, N: lost,
+				Detail: fmt.Sprintf("stock %d, db.stock %d, Σdeduct−Σrestore %d, units in PAID and open orders %d", sku.Initial, stock, net, sold)})
+		}
+	}
+
+	apiStatus := map[string]ordersaga.Status{}
+	for _, o := range s.Orders {
+		apiStatus[o.OrderID] = o.Status
+	}
+	appliedByOrder := map[string]int64{}
+	refundedByEvent := map[string]int64{}
+	for _, p := range db.Payments {
+		switch ordersaga.PaymentResult(p.Result) {
+		case ordersaga.PaymentApplied:
+			appliedByOrder[p.OrderID]++
+		case ordersaga.PaymentRefunded:
+			refundedByEvent[p.EventID]++
+		}
+	}
+	for ev, n := range refundedByEvent {
+		if n > 1 {
+			j.bad(Finding{Check: CheckRefund, Source: SourceDB, EventID: ev, N: n - 1, Detail: fmt.Sprintf("%d refund rows for one event", n)})
+		}
+	}
+	for _, o := range db.Orders {
+		if stuck(s, o.Status, o.PayBy) {
+			j.bad(Finding{Check: CheckStuck, Source: SourceDB, OrderID: o.OrderID, N: 1,
+				Detail: fmt.Sprintf("status %s past its deadline plus %s", o.Status, s.Grace)})
+		}
+		for _, l := range o.Lines {
+			k := kept[[2]string{o.OrderID, l.SKU}]
+			switch {
+			case o.Status == ordersaga.StatusPaid && k != l.Qty:
+				j.bad(Finding{Check: CheckState, Source: SourceDB, SKU: l.SKU, OrderID: o.OrderID, N: 1,
+					Detail: fmt.Sprintf("PAID order keeps %d deducted units of %d ordered", k, l.Qty)})
+			case o.Status.Final() && o.Status != ordersaga.StatusPaid && k != 0:
+				j.bad(Finding{Check: CheckState, Source: SourceDB, SKU: l.SKU, OrderID: o.OrderID, N: 1,
+					Detail: fmt.Sprintf("%s order keeps %d deducted units (not compensated)", o.Status, k)})
+			}
+		}
+		switch n := appliedByOrder[o.OrderID]; {
+		case n > 1:
+			j.bad(Finding{Check: CheckState, Source: SourceDB, OrderID: o.OrderID, N: n - 1, Detail: fmt.Sprintf("%d applied payments (charged twice)", n)})
+		case n == 1 && o.Status != ordersaga.StatusPaid:
+			j.bad(Finding{Check: CheckState, Source: SourceDB, OrderID: o.OrderID, N: 1, Detail: fmt.Sprintf("applied payment on a %s order", o.Status)})
+		case n == 0 && o.Status == ordersaga.StatusPaid:
+			j.bad(Finding{Check: CheckState, Source: SourceDB, OrderID: o.OrderID, N: 1, Detail: "PAID order without an applied payment"})
+		}
+		if as, ok := apiStatus[o.OrderID]; ok && as.Final() && o.Status.Final() && as != o.Status {
+			j.bad(Finding{Check: CheckState, Source: SourceDB, OrderID: o.OrderID, N: 1,
+				Detail: fmt.Sprintf("the API says %s, the database %s", as, o.Status)})
+		}
+	}
+}
+
+func sortFindings(fs []Finding) {
+	rank := func(check string) int {
+		if i := slices.Index(AllChecks, check); i >= 0 {
+			return i
+		}
+		return len(AllChecks)
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if rank(a.Check) != rank(b.Check) {
+			return rank(a.Check) < rank(b.Check)
+		}
+		if a.Source != b.Source {
+			return a.Source < b.Source
+		}
+		if a.SKU != b.SKU {
+			return a.SKU < b.SKU
+		}
+		if a.OrderID != b.OrderID {
+			return a.OrderID < b.OrderID
+		}
+		if a.EventID != b.EventID {
+			return a.EventID < b.EventID
+		}
+		return a.Detail < b.Detail
+	})
+}

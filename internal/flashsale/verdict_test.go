@@ -1,0 +1,248 @@
+package flashsale
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+var t0 = time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+func line(qty int64) []ordersaga.Line {
+	return []ordersaga.Line{{SKU: "A", Qty: qty, UnitPriceCents: 100}}
+}
+
+// cleanSnapshot is a quiet run on SKU A (10 units) that went right: o1 paid (2 units), o2 expired and paid
+// late (refunded once), o3 cancelled, o4 expired.
+func cleanSnapshot() Snapshot {
+	payBy := ptr(t0.Add(-time.Minute))
+	order := func(id, action string, qty int64, status ordersaga.Status) OrderSnapshot {
+		return OrderSnapshot{OrderID: id, Key: "k-" + id, UserID: "u", Lines: line(qty), PayBy: payBy, Action: action,
+			KeyOrderIDs: []string{id}, Status: status}
+	}
+	o3 := order("o3", ActionCancel, 1, ordersaga.StatusCancelled)
+	o3.CancelStatus = ordersaga.StatusCancelled
+	return Snapshot{
+		TakenAt: t0, Quiet: true, Grace: time.Minute,
+		SKUs: []SKUSnapshot{{SKU: "A", Initial: 10, API: &Inventory{SKU: "A", DBStock: 8, RedisAvailable: ptr[int64](8)}}},
+		Orders: []OrderSnapshot{
+			order("o1", ActionPay, 2, ordersaga.StatusPaid),
+			order("o2", ActionLatePay, 1, ordersaga.StatusExpired),
+			o3,
+			order("o4", ActionExpire, 1, ordersaga.StatusExpired),
+		},
+		Payments: []PaymentSnapshot{
+			{EventID: "evt-o1", OrderID: "o1", Results: []string{"applied", "duplicate"}},
+			{EventID: "evt-late-o2", OrderID: "o2", Late: true, Results: []string{"refunded", "duplicate"}},
+		},
+		DB: &DBSnapshot{
+			Stock: map[string]int64{"A": 8},
+			Ledger: []LedgerRow{
+				{"o1", "A", "DEDUCT", 2},
+				{"o2", "A", "DEDUCT", 1}, {"o2", "A", "RESTORE", 1},
+				{"o3", "A", "DEDUCT", 1}, {"o3", "A", "RESTORE", 1},
+				{"o4", "A", "DEDUCT", 1}, {"o4", "A", "RESTORE", 1},
+				{"o9", "A", "RESTORE", 0}, // a tombstone of an order rejected before its deduct
+			},
+			Orders: []DBOrder{
+				{OrderID: "o1", Status: ordersaga.StatusPaid, PayBy: payBy, Lines: line(2)},
+				{OrderID: "o2", Status: ordersaga.StatusExpired, PayBy: payBy, Lines: line(1)},
+				{OrderID: "o3", Status: ordersaga.StatusCancelled, PayBy: payBy, Lines: line(1)},
+				{OrderID: "o4", Status: ordersaga.StatusExpired, PayBy: payBy, Lines: line(1)},
+				{OrderID: "o9", Status: ordersaga.StatusRejected, Lines: line(1)},
+			},
+			Payments: []DBPayment{{"evt-o1", "o1", "applied"}, {"evt-late-o2", "o2", "refunded"}},
+		},
+	}
+}
+
+func TestCheckCleanRunIsOK(t *testing.T) {
+	v := Check(cleanSnapshot())
+	if !v.OK() {
+		t.Fatalf("clean run judged bad: %+v\n%v", v.Counts, v.Findings)
+	}
+	if !slices.Equal(v.Sources, []string{SourceAPI, SourceDB}) {
+		t.Errorf("sources = %v", v.Sources)
+	}
+}
+
+func TestCheckCatchesDoctoredRuns(t *testing.T) {
+	tests := []struct {
+		name   string
+		doctor func(*Snapshot)
+		check  string
+		// want is the count of check per source ("" = not checked in that source).
+		want map[string]int64
+	}{
+		{
+			name: "oversold unit: 11 units in PAID orders of 10",
+			doctor: func(s *Snapshot) {
+				o := s.Orders[0]
+				o.OrderID, o.Key, o.KeyOrderIDs, o.Lines = "o5", "k-o5", []string{"o5"}, line(9)
+				s.Orders = append(s.Orders, o)
+				s.Payments = append(s.Payments, PaymentSnapshot{EventID: "evt-o5", OrderID: "o5", Results: []string{"applied"}})
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 0, ptr[int64](0)
+				s.DB.Stock["A"] = 0
+				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o5", "A", "DEDUCT", 9})
+				s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o5", Status: ordersaga.StatusPaid, PayBy: o.PayBy, Lines: line(9)})
+				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-o5", "o5", "applied"})
+			},
+			check: CheckOversold, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "oversold unit: a restore too many",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 9, ptr[int64](9)
+				s.DB.Stock["A"] = 9
+				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o4", "A", "RESTORE", 1})
+			},
+			check: CheckOversold, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "lost unit: stock gone without a sale",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 7, ptr[int64](7)
+				s.DB.Stock["A"] = 7
+			},
+			check: CheckLost, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "lost unit: an expired order kept its deduct",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 7, ptr[int64](7)
+				s.DB.Stock["A"] = 7
+				s.DB.Ledger = slices.DeleteFunc(s.DB.Ledger, func(l LedgerRow) bool { return l.OrderID == "o4" && l.Op == "RESTORE" })
+			},
+			check: CheckLost, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "lost unit: a leaked Redis hold",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.RedisAvailable, s.SKUs[0].API.Holds = ptr[int64](7), 1
+				s.Quiet = false
+			},
+			check: CheckLost, want: map[string]int64{SourceAPI: 1},
+		},
+		{
+			name: "lost unit: Redis shows less than the database",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.RedisAvailable = ptr[int64](7)
+			},
+			check: CheckLost, want: map[string]int64{SourceAPI: 1},
+		},
+		{
+			name: "cache drift: Redis promises more than the database",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.RedisAvailable = ptr[int64](9)
+			},
+			check: CheckCacheDrift, want: map[string]int64{SourceAPI: 1},
+		},
+		{
+			name: "double refund: a late payment refunded on redelivery",
+			doctor: func(s *Snapshot) {
+				s.Payments[1].Results = []string{"refunded", "refunded"}
+				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-late-o2", "o2", "refunded"})
+			},
+			check: CheckRefund, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "double refund: one event applied and refunded",
+			doctor: func(s *Snapshot) {
+				s.Payments[0].Results = []string{"applied", "refunded"}
+			},
+			check: CheckRefund, want: map[string]int64{SourceAPI: 1, SourceDB: 0},
+		},
+		{
+			name: "duplicate deduction: two DEDUCT rows for one line",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 6, ptr[int64](6)
+				s.DB.Stock["A"] = 6
+				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o1", "A", "DEDUCT", 2})
+			},
+			check: CheckDuplicate, want: map[string]int64{SourceAPI: 0, SourceDB: 1},
+		},
+		{
+			name: "duplicate deduction: one Idempotency-Key, two orders",
+			doctor: func(s *Snapshot) {
+				o := s.Orders[3]
+				o.OrderID, o.KeyOrderIDs = "o4b", []string{"o4b"}
+				s.Orders[3].KeyOrderIDs = []string{"o4", "o4b"}
+				s.Orders = append(s.Orders, o)
+			},
+			check: CheckDuplicate, want: map[string]int64{SourceAPI: 1},
+		},
+		{
+			name: "stuck order: awaiting payment past its deadline and the grace",
+			doctor: func(s *Snapshot) {
+				payBy := ptr(t0.Add(-3 * time.Minute))
+				s.Orders = append(s.Orders, OrderSnapshot{OrderID: "o6", Key: "k-o6", Lines: line(1), PayBy: payBy,
+					Action: ActionExpire, KeyOrderIDs: []string{"o6"}, Status: ordersaga.StatusAwaitingPayment})
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 7, ptr[int64](7)
+				s.DB.Stock["A"] = 7
+				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o6", "A", "DEDUCT", 1})
+				s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o6", Status: ordersaga.StatusAwaitingPayment, PayBy: payBy, Lines: line(1)})
+				s.Quiet = false
+			},
+			check: CheckStuck, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "state error: a payment answered applied on an expired order",
+			doctor: func(s *Snapshot) {
+				s.Payments[1].Results = []string{"applied"}
+				s.DB.Payments[1].Result = "applied"
+			},
+			check: CheckState, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "state error: cancel answered CANCELLED, order PAID",
+			doctor: func(s *Snapshot) {
+				s.Orders[2].Status = ordersaga.StatusPaid
+				s.Payments = append(s.Payments, PaymentSnapshot{EventID: "evt-o3", OrderID: "o3", Results: []string{"applied"}})
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 7, ptr[int64](7)
+				s.DB = nil
+			},
+			check: CheckState, want: map[string]int64{SourceAPI: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := cleanSnapshot()
+			tt.doctor(&s)
+			v := Check(s)
+			if v.OK() {
+				t.Fatalf("doctored run judged OK: %+v", v.Counts)
+			}
+			var most int64
+			for src, want := range tt.want {
+				got := v.BySource[src].get(tt.check)
+				if got != want {
+					t.Errorf("%s %s = %d, want %d; findings:\n%v", src, tt.check, got, want, v.Findings)
+				}
+				most = max(most, want)
+			}
+			if got := v.Counts.get(tt.check); got != most {
+				t.Errorf("verdict %s = %d, want %d", tt.check, got, most)
+			}
+		})
+	}
+}
+
+func TestCheckOpenOrderBeforeItsDeadlineIsNotStuckButNotQuiet(t *testing.T) {
+	s := cleanSnapshot()
+	s.Orders = append(s.Orders, OrderSnapshot{OrderID: "o7", Key: "k-o7", Lines: line(1), PayBy: ptr(t0.Add(time.Minute)),
+		Action: ActionExpire, KeyOrderIDs: []string{"o7"}, Status: ordersaga.StatusAwaitingPayment})
+	s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 7, ptr[int64](7)
+	s.DB = nil
+	s.Quiet = false
+	v := Check(s)
+	if v.Counts != (Counts{}) {
+		t.Errorf("counts = %+v, want all 0; findings %v", v.Counts, v.Findings)
+	}
+	if v.OK() {
+		t.Error("a run that was not quiet must not be OK")
+	}
+}
