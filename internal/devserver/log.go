@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 
 	tlog "go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -14,13 +15,16 @@ import (
 // local stack passes a logger at warn unless LOG_LEVEL=debug.
 type slogLogger struct {
 	log *slog.Logger
+	// quiet drops everything below error: set while the server stops, when every service warns about the
+	// connections the others just closed.
+	quiet *atomic.Bool
 }
 
 var _ tlog.Logger = slogLogger{}
 var _ tlog.WithLogger = slogLogger{}
 
 func newServerLogger(l *slog.Logger) slogLogger {
-	return slogLogger{log: l}
+	return slogLogger{log: l, quiet: new(atomic.Bool)}
 }
 
 func attrs(tags []tag.Tag) []any {
@@ -39,7 +43,7 @@ func attrs(tags []tag.Tag) []any {
 
 func (l slogLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
 	ctx := context.Background()
-	if !l.log.Enabled(ctx, level) {
+	if (level < slog.LevelError && l.quiet.Load()) || !l.log.Enabled(ctx, level) {
 		return
 	}
 	l.log.Log(ctx, level, msg, attrs(tags)...)
@@ -63,5 +67,5 @@ func (l slogLogger) Fatal(msg string, tags ...tag.Tag) {
 }
 
 func (l slogLogger) With(tags ...tag.Tag) tlog.Logger {
-	return slogLogger{log: l.log.With(attrs(tags)...)}
+	return slogLogger{log: l.log.With(attrs(tags)...), quiet: l.quiet}
 }

@@ -42,8 +42,9 @@ type TemporalOptions struct {
 
 // Temporal is a running in-process Temporal server.
 type Temporal struct {
-	srv  temporal.Server
-	addr string
+	srv    temporal.Server
+	addr   string
+	logger slogLogger
 }
 
 // StartTemporal sets up the schema on first use of DBFile, creates the namespace, and starts the server. It
@@ -100,7 +101,7 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal: %w", err)
 	}
-	t := &Temporal{srv: srv, addr: HostPort(opts.IP, opts.FrontendPort)}
+	t := &Temporal{srv: srv, addr: HostPort(opts.IP, opts.FrontendPort), logger: logger}
 	if err := waitTCP(ctx, t.addr, 30*time.Second); err != nil {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("start temporal: frontend: %w", err)
@@ -112,7 +113,10 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 func (t *Temporal) Address() string { return t.addr }
 
 // Stop stops every service of the server; the SQLite file keeps what it persisted.
-func (t *Temporal) Stop() error { return t.srv.Stop() }
+func (t *Temporal) Stop() error {
+	t.logger.quiet.Store(true)
+	return t.srv.Stop()
+}
 
 // sqlConfig is the persistence configuration; a new file gets the server's schema first. The schema is
 // written to a temporary file that is renamed into place, so a first start interrupted halfway leaves no
@@ -182,15 +186,17 @@ func serverConfig(opts TemporalOptions, sqlConf *config.SQL) (*config.Config, ma
 	for _, svc := range []primitives.ServiceName{
 		primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService,
 	} {
-		port := opts.FrontendPort
-		if svc != primitives.FrontendService {
-			p, err := FreePort(opts.IP)
-			if err != nil {
-				return nil, nil, fmt.Errorf("start temporal: %w", err)
-			}
-			port = p
+		port, err := FreePort(opts.IP)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start temporal: %w", err)
 		}
-		conf.Services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: opts.IP}}
+		rpc := config.RPC{GRPCPort: port, BindOnIP: opts.IP}
+		if svc == primitives.FrontendService {
+			// The frontend's HTTP API (and Nexus) on a port of its own choosing; gRPC where clients dial.
+			rpc.HTTPPort, rpc.GRPCPort = port, opts.FrontendPort
+			port = opts.FrontendPort
+		}
+		conf.Services[string(svc)] = config.Service{RPC: rpc}
 		hosts[svc] = static.SingleLocalHost(HostPort(opts.IP, port))
 	}
 	return conf, hosts, nil
