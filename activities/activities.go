@@ -17,6 +17,16 @@ import (
 type Activities struct {
 	Redis *RedisStock
 	Store *Store
+
+	// DBFallback lets ReserveLine fall back to the database deduct alone when Redis cannot be reached
+	// (RESERVE_DB_FALLBACK; see reconcile_fallback.go). Off: the reserve fails retryably until Redis is back.
+	DBFallback bool
+	// Probe tells reconciliation whether an order's workflow is gone (nil: never).
+	Probe OrderProbe
+	// Metrics counts reconciliation, cold loads and fallbacks (nil: not counted).
+	Metrics *Metrics
+
+	fallback fallbackState
 }
 
 // LineInput names one line of one order.
@@ -67,17 +77,33 @@ func businessError(err error) error {
 	return err
 }
 
-// ReserveLine holds one line's units in Redis. When the SKU is not loaded it fails retryably, or
-// non-retryably when the SKU does not exist at all.
+// ReserveLine holds one line's units in Redis. When the SKU is not loaded it loads it from the database and
+// tries again (cold start), failing retryably if it still cannot, or non-retryably when the SKU does not exist
+// at all. When Redis cannot be reached and DBFallback is on, it holds nothing and answers ReservedInDB: the
+// order's DB deduct is then the only gate (see reconcile_fallback.go).
 func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ReserveOutcome, error) {
 	if in.OrderID == "" || in.SKU == "" || in.Qty <= 0 {
 		return "", nonRetryable(ErrTypeBadInput, fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", in.OrderID, in.SKU, in.Qty))
+	}
+	if a.DBFallback && a.fallback.breakerIsOpen(time.Now()) {
+		return a.reserveInDB(ctx, in, nil)
 	}
 	out, err := a.Redis.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
 	if errors.Is(err, ErrNotLoaded) {
 		if _, ierr := a.Store.Inventory(ctx, in.SKU); errors.Is(ierr, ErrNotFound) {
 			return "", nonRetryable(ErrTypeUnknownSKU, fmt.Errorf("reserve %s: %w", in.SKU, ErrUnknownSKU), in.SKU)
 		}
+		if _, lerr := a.coldLoad(ctx, in.SKU); lerr != nil {
+			err = errors.Join(err, lerr)
+		} else {
+			out, err = a.Redis.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
+		}
+	}
+	if a.DBFallback && IsUnreachable(err) {
+		a.fallback.trip(time.Now())
+		return a.reserveInDB(ctx, in, err)
+	}
+	if errors.Is(err, ErrNotLoaded) {
 		activity.GetLogger(ctx).Warn("sku not loaded in redis; failing closed", "sku", in.SKU, "order_id", in.OrderID)
 		return "", temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeNotLoaded, err, in.SKU)
 	}

@@ -1,0 +1,482 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Kinds of stock_anomalies rows: what was found.
+const (
+	KindAvailOver         = "avail_over"           // Redis promised more than the database has
+	KindAvailUnder        = "avail_under"          // Redis promised less than the database has
+	KindNotLoaded         = "not_loaded"           // the counter was missing
+	KindStrayHold         = "stray_hold"           // a hold without an 'H' marker
+	KindMarkerWithoutHold = "marker_without_hold"  // an 'H' marker without its hold
+	KindHoldDeducted      = "hold_confirm_pending" // an old hold whose DB deduct stands: the confirm never came
+	KindHoldClosedOrder   = "hold_closed_order"    // a hold of an order the database shows final
+	KindHoldUnknownOrder  = "hold_unknown_order"   // a hold of an order neither the database nor Temporal runs
+	KindLeakedOrder       = "leaked_order"         // an unpaid order whose workflow is gone, still holding stock
+	KindRedisDown         = "redis_down"           // the reserve fell back to the database: the SKU needs a re-sync
+	KindResync            = "resync"               // a SKU marked by the fallback is in line again
+)
+
+// Actions of stock_anomalies rows: what was done.
+const (
+	ActionSetAvail    = "set_avail"    // the counter was set to the truth
+	ActionLoaded      = "loaded"       // the missing counter was loaded from the truth
+	ActionRaced       = "raced"        // Redis moved under every attempt: left for the next run
+	ActionDropped     = "dropped"      // a stray hold was removed
+	ActionHoldReadded = "hold_readded" // the missing hold of a marker was put back
+	ActionConfirmed   = "confirmed"    // hold removed, marker 'C' (the DB owns the units)
+	ActionReleased    = "released"     // hold removed, marker 'R' (the DB counts the units again)
+	ActionRestored    = "restored"     // the DB restore of a leaked order ran (and its Redis release, and its close)
+	ActionDBOnly      = "db_only"      // a reserve went to the database alone
+	ActionResynced    = "resynced"     // the fallback's mark is cleared
+)
+
+// RepairActions are the actions that changed something; the others only report.
+var RepairActions = []string{ActionSetAvail, ActionLoaded, ActionDropped, ActionHoldReadded, ActionConfirmed, ActionReleased, ActionRestored}
+
+// ReconcileSummary is what one reconciliation run found and did (the workflow's result).
+type ReconcileSummary struct {
+	SKUs       int   // SKUs checked
+	Drifted    int   // SKUs whose counter differed from the truth (missing counters included)
+	DriftUnits int64 // Σ |redis.available − truth| over the loaded counters
+	OverUnits  int64 // the part where Redis promised more than the truth
+	UnderUnits int64 // the part where Redis promised less
+
+	AvailRepaired int // counters set to the truth
+	Loaded        int // missing counters loaded
+	Raced         int // SKUs whose counter could not be compared-and-set because Redis kept moving
+
+	StrayHolds         int
+	MarkersWithoutHold int
+	HoldsConfirmed     int
+	HoldsReleased      int
+	LeakedOrders       int
+	LeakedUnits        int64
+	Resynced           int
+	LeftAlone          int // holds and orders left alone: younger than the grace period, or their workflow runs
+	Anomalies          int // rows written to stock_anomalies
+}
+
+// Add adds another summary's counts.
+func (s *ReconcileSummary) Add(o ReconcileSummary) {
+	s.SKUs += o.SKUs
+	s.Drifted += o.Drifted
+	s.DriftUnits += o.DriftUnits
+	s.OverUnits += o.OverUnits
+	s.UnderUnits += o.UnderUnits
+	s.AvailRepaired += o.AvailRepaired
+	s.Loaded += o.Loaded
+	s.Raced += o.Raced
+	s.StrayHolds += o.StrayHolds
+	s.MarkersWithoutHold += o.MarkersWithoutHold
+	s.HoldsConfirmed += o.HoldsConfirmed
+	s.HoldsReleased += o.HoldsReleased
+	s.LeakedOrders += o.LeakedOrders
+	s.LeakedUnits += o.LeakedUnits
+	s.Resynced += o.Resynced
+	s.LeftAlone += o.LeftAlone
+	s.Anomalies += o.Anomalies
+}
+
+// Repairs counts every change the run made.
+func (s ReconcileSummary) Repairs() int {
+	return s.AvailRepaired + s.Loaded + s.StrayHolds + s.MarkersWithoutHold + s.HoldsConfirmed + s.HoldsReleased + s.LeakedOrders
+}
+
+func (s ReconcileSummary) String() string {
+	return fmt.Sprintf("skus=%d drifted=%d drift_units=%d (over %d, under %d) repairs=%d: avail_set=%d loaded=%d "+
+		"stray_holds=%d markers_without_hold=%d holds_confirmed=%d holds_released=%d leaked_orders=%d (%d units) "+
+		"resynced=%d raced=%d left_alone=%d anomalies=%d",
+		s.SKUs, s.Drifted, s.DriftUnits, s.OverUnits, s.UnderUnits, s.Repairs(), s.AvailRepaired, s.Loaded,
+		s.StrayHolds, s.MarkersWithoutHold, s.HoldsConfirmed, s.HoldsReleased, s.LeakedOrders, s.LeakedUnits,
+		s.Resynced, s.Raced, s.LeftAlone, s.Anomalies)
+}
+
+// OrderProbe tells whether an order's workflow has ended. Reconciliation only touches an order the database
+// shows open, or a hold, once its workflow is gone.
+type OrderProbe interface {
+	// OrderWorkflowGone reports whether the order's workflow is closed or unknown, and its status for the record.
+	OrderWorkflowGone(ctx context.Context, orderID string) (gone bool, status string, err error)
+}
+
+// Reconciler compares Redis with the database and repairs Redis to the database's truth (DESIGN.md: the DB
+// wins). Every write is a Lua script that re-checks what it was computed from, so it never races an order.
+type Reconciler struct {
+	Redis *RedisStock
+	Store *Store
+	Probe OrderProbe // nil: no order is ever treated as gone
+	Log   Logger     // nil: no log
+	// Grace: holds and open orders younger than this are left alone (their workflow may be about to act).
+	Grace time.Duration
+	RunID string
+}
+
+// maxCASAttempts bounds the compare-and-set retries of one counter in one run.
+const maxCASAttempts = 3
+
+// Logger is what the Reconciler logs to: Temporal's activity logger or a *slog.Logger.
+type Logger interface {
+	Warn(msg string, keyvals ...any)
+}
+
+func (r *Reconciler) logger() Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// SKU reconciles one SKU: per-order fixes of holds and markers first, then the counter. resync says the
+// Redis-down fallback marked the SKU.
+func (r *Reconciler) SKU(ctx context.Context, sku string, resync bool) (ReconcileSummary, []Anomaly, error) {
+	sum := ReconcileSummary{SKUs: 1}
+	var found []Anomaly
+	note := func(a Anomaly) {
+		a.RunID, a.SKU = r.RunID, sku
+		found = append(found, a)
+	}
+	if err := r.fixHolds(ctx, sku, &sum, note); err != nil {
+		return sum, found, err
+	}
+	if err := r.fixAvail(ctx, sku, resync, &sum, note); err != nil {
+		return sum, found, err
+	}
+	sum.Anomalies = len(found)
+	return sum, found, nil
+}
+
+// fixHolds makes the holds hash and the 'H' markers agree, then ends the old holds of orders that are closed,
+// deducted or unknown.
+func (r *Reconciler) fixHolds(ctx context.Context, sku string, sum *ReconcileSummary, note func(Anomaly)) error {
+	markers, err := r.Redis.markers(ctx, sku)
+	if err != nil {
+		return err
+	}
+	raw, err := r.Redis.rdb.HGetAll(ctx, r.Redis.HoldsKey(sku)).Result()
+	if err != nil {
+		return fmt.Errorf("holds %s: %w", sku, err)
+	}
+	live := map[string]string{} // order -> 'H' marker, for holds that agree with their marker
+	for _, order := range slices.Sorted(maps.Keys(raw)) {
+		m := markers[order].value
+		if strings.HasPrefix(m, "H:") {
+			live[order] = m
+			continue
+		}
+		done, err := r.Redis.repairHold(ctx, sku, order, holdDrop, m, raw[order])
+		if err != nil {
+			return err
+		}
+		if done {
+			sum.StrayHolds++
+			note(Anomaly{OrderID: order, Kind: KindStrayHold, Observed: parseQty(raw[order]), Action: ActionDropped,
+				Detail: fmt.Sprintf("hold %q with marker %q", raw[order], m)})
+		}
+	}
+	for _, order := range slices.Sorted(maps.Keys(markers)) {
+		m := markers[order].value
+		if _, held := raw[order]; held || !strings.HasPrefix(m, "H:") {
+			continue
+		}
+		done, err := r.Redis.repairHold(ctx, sku, order, holdReadd, m, "")
+		if err != nil {
+			return err
+		}
+		if done {
+			sum.MarkersWithoutHold++
+			live[order] = m
+			note(Anomaly{OrderID: order, Kind: KindMarkerWithoutHold, Observed: parseQty(m[2:]), Action: ActionHoldReadded,
+				Detail: "marker " + m + " had no hold"})
+		}
+	}
+
+	var old []string
+	for _, order := range slices.Sorted(maps.Keys(live)) {
+		if markers[order].age >= r.Grace {
+			old = append(old, order)
+		} else {
+			sum.LeftAlone++
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	facts, err := r.Store.orderFacts(ctx, sku, old)
+	if err != nil {
+		return err
+	}
+	for _, order := range old {
+		m, f := live[order], facts[order]
+		var action, kind, detail string
+		switch {
+		case f.standing():
+			action, kind = holdConfirm, KindHoldDeducted
+			detail = fmt.Sprintf("order %s: DB deduct of %d stands", f.status, f.deducted)
+		case f.status.Final():
+			action, kind = holdRelease, KindHoldClosedOrder
+			detail = fmt.Sprintf("order %s, no standing deduct", f.status)
+		case f.status == "":
+			gone, wf, err := r.gone(ctx, order)
+			if err != nil {
+				return err
+			}
+			if !gone {
+				sum.LeftAlone++
+				continue
+			}
+			action, kind = holdRelease, KindHoldUnknownOrder
+			detail = "order not in the database; workflow " + wf
+		default:
+			// Open in the database with its deduct restored: a compensation in progress, or a leaked order
+			// that the leak pass closes (restore, then release, then record).
+			sum.LeftAlone++
+			continue
+		}
+		done, err := r.Redis.repairHold(ctx, sku, order, action, m, m[2:])
+		if err != nil {
+			return err
+		}
+		if !done {
+			continue // the order moved on by itself
+		}
+		act := ActionReleased
+		if action == holdConfirm {
+			act = ActionConfirmed
+			sum.HoldsConfirmed++
+		} else {
+			sum.HoldsReleased++
+		}
+		note(Anomaly{OrderID: order, Kind: kind, Observed: parseQty(m[2:]), Action: act, Detail: detail})
+	}
+	return nil
+}
+
+func (r *Reconciler) gone(ctx context.Context, orderID string) (bool, string, error) {
+	if r.Probe == nil {
+		return false, "", nil
+	}
+	gone, status, err := r.Probe.OrderWorkflowGone(ctx, orderID)
+	if err != nil {
+		return false, "", fmt.Errorf("probe order %s: %w", orderID, err)
+	}
+	return gone, status, nil
+}
+
+// fixAvail compares the counter with the truth and sets it with a compare-and-set, retrying when Redis moved.
+func (r *Reconciler) fixAvail(ctx context.Context, sku string, resync bool, sum *ReconcileSummary, note func(Anomaly)) error {
+	var res availRepair
+	for attempt := 1; ; attempt++ {
+		var err error
+		res, err = measureAndRepair(ctx, r.Redis, r.Store, sku, modeRepair)
+		if errors.Is(err, ErrUnknownSKU) {
+			return nil // deleted since the page was read
+		}
+		if err != nil {
+			return err
+		}
+		if res.code != codeRaced || attempt == maxCASAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		}
+	}
+	drift := res.before - res.target
+	kind := KindAvailOver
+	if drift < 0 {
+		kind = KindAvailUnder
+	}
+	if resync {
+		kind = KindResync
+	}
+	switch res.code {
+	case codeInLine:
+	case codeLoaded:
+		sum.Drifted++
+		sum.Loaded++
+		k := KindNotLoaded
+		if resync {
+			k = KindResync
+		}
+		note(Anomaly{Kind: k, Expected: i64(res.target), Action: ActionLoaded, Detail: "counter was missing"})
+	case codeRepaired, codeRaced:
+		sum.Drifted++
+		sum.DriftUnits += abs(drift)
+		if drift > 0 {
+			sum.OverUnits += drift
+		} else {
+			sum.UnderUnits -= drift
+		}
+		if res.code == codeRaced {
+			sum.Raced++
+			note(Anomaly{Kind: kind, Expected: i64(res.target), Observed: i64(res.before), Action: ActionRaced,
+				Detail: fmt.Sprintf("drift %+d seen, Redis moved under %d attempts", drift, maxCASAttempts)})
+			return nil
+		}
+		sum.AvailRepaired++
+		note(Anomaly{Kind: kind, Expected: i64(res.target), Observed: i64(res.before), Action: ActionSetAvail,
+			Detail: fmt.Sprintf("drift %+d", drift)})
+	}
+	if resync {
+		sum.Resynced++
+		note(Anomaly{Kind: KindResync, Expected: i64(res.target), Action: ActionResynced,
+			Detail: "counter in line with the database after the Redis-down fallback"})
+	}
+	return nil
+}
+
+// Modes of repair_avail.lua.
+const (
+	modeRepair = "repair"
+	modeLoad   = "load"
+)
+
+// measureAndRepair is one compare-and-set of a SKU's counter:
+//  1. the ledger watermark (highest row ID of the SKU), read first;
+//  2. the Redis snapshot (counter and holds, one MULTI);
+//  3. the database snapshot: db.stock, the ledger rows of the held orders and every row above the watermark,
+//     and the orders restored but maybe not released yet;
+//  4. repair_avail.lua recomputes the target from the holds and markers as they are when it runs and, in
+//     repair mode, writes it only if the counter and holds still equal the snapshot (else: raced).
+//
+// Why this cannot race an order: the script runs atomically with respect to every reserve/confirm/release of
+// the SKU, and the DB events that can land between steps 3 and 4 (a deduct of a held order, a restore)
+// leave the target unchanged: a deduct moves units from "held and counted by the DB" to "taken by the DB",
+// a restore the other way. An order that reserved after step 2 and deducted before step 3 has a ledger row
+// above the watermark, so step 3 sees it.
+func measureAndRepair(ctx context.Context, rs *RedisStock, store *Store, sku, mode string) (availRepair, error) {
+	wm, err := store.maxLedgerID(ctx, sku)
+	if err != nil {
+		return availRepair{}, err
+	}
+	snap, err := rs.snapshot(ctx, sku)
+	if err != nil {
+		return availRepair{}, err
+	}
+	truth, err := store.readSKUTruth(ctx, sku, wm, slices.Sorted(maps.Keys(snap.holds)))
+	if err != nil {
+		return availRepair{}, err
+	}
+	if !truth.known {
+		return availRepair{}, fmt.Errorf("reconcile %s: %w", sku, ErrUnknownSKU)
+	}
+	return rs.repairAvail(ctx, sku, mode, truth.stock, snap, truth.deducted, truth.pending)
+}
+
+// Leaks finds unpaid open orders older than the grace period whose workflow is gone, and finishes their
+// compensation the way the workflow would have: DB restore first (Store.Restore, once per line by the
+// ledger's UNIQUE key), then the Redis release, then the closed record. It pages by order ID, writes each
+// order's stock_anomalies rows as it closes it, and returns them too.
+// progress, when set, is called after each order with the cursor and the summary so far.
+func (r *Reconciler) Leaks(ctx context.Context, now time.Time, after string, limit int,
+	progress func(after string, s ReconcileSummary)) (ReconcileSummary, []Anomaly, string, bool, error) {
+	var sum ReconcileSummary
+	var found []Anomaly
+	if r.Probe == nil {
+		return sum, nil, "", true, nil
+	}
+	page, err := r.Store.openOrdersBefore(ctx, now.Add(-r.Grace), after, limit)
+	if err != nil {
+		return sum, nil, after, false, err
+	}
+	for _, o := range page {
+		gone, wf, err := r.gone(ctx, o.OrderID)
+		if err != nil {
+			return sum, found, after, false, err
+		}
+		if !gone {
+			sum.LeftAlone++
+			after = o.OrderID
+			if progress != nil {
+				progress(after, sum)
+			}
+			continue
+		}
+		rows, units, err := r.closeLeaked(ctx, o, wf, now)
+		if err == nil {
+			err = r.Store.RecordAnomalies(ctx, rows)
+		}
+		if err != nil {
+			return sum, found, after, false, err
+		}
+		found = append(found, rows...)
+		if units > 0 {
+			sum.LeakedOrders++
+			sum.LeakedUnits += units
+		}
+		after = o.OrderID
+		if progress != nil {
+			progress(after, sum)
+		}
+	}
+	sum.Anomalies = len(found)
+	return sum, found, after, len(page) < limit, nil
+}
+
+func (r *Reconciler) closeLeaked(ctx context.Context, o openOrder, wf string, now time.Time) ([]Anomaly, int64, error) {
+	rec, err := r.Store.Order(ctx, o.OrderID)
+	if err != nil {
+		return nil, 0, err
+	}
+	restored, err := r.Store.Restore(ctx, o.OrderID, rec.Lines)
+	if err != nil {
+		return nil, 0, err
+	}
+	var rows []Anomaly
+	var units int64
+	for _, l := range restored {
+		detail := "workflow " + wf + ": "
+		switch {
+		case l.Qty > 0:
+			detail += fmt.Sprintf("restored %d", l.Qty)
+		case l.Duplicate:
+			detail += "already restored"
+		default:
+			detail += "nothing was deducted (tombstone)"
+		}
+		if _, err := r.Redis.Release(ctx, o.OrderID, l.SKU); err != nil {
+			return nil, 0, err
+		}
+		units += l.Qty
+		rows = append(rows, Anomaly{RunID: r.RunID, SKU: l.SKU, OrderID: o.OrderID, Kind: KindLeakedOrder,
+			Expected: i64(0), Observed: i64(l.Qty), Action: ActionRestored, Detail: detail})
+	}
+	status, reason := ordersaga.StatusCancelled, "closed by reconciliation: workflow "+wf
+	if o.PayBy != nil && !o.PayBy.After(now) {
+		status, reason = ordersaga.StatusExpired, "payment deadline passed; "+reason
+	}
+	if _, err := r.Store.CloseOrder(ctx, OrderRecord{OrderID: o.OrderID, Status: status, ClosedReason: reason}); err != nil {
+		return nil, 0, err
+	}
+	r.logger().Warn("leaked order closed", "order_id", o.OrderID, "workflow", wf, "units_restored", units, "status", string(status))
+	return rows, units, nil
+}
+
+func parseQty(s string) *int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
