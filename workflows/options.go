@@ -17,7 +17,11 @@ var nonRetryableTypes = []string{
 // Timeouts are short so that a step on a dead worker is retried on another within seconds; the
 // schedule-to-close bound on the forward steps makes an order decide (and compensate) instead of hanging.
 var (
-	reserveOptions = workflow.ActivityOptions{
+	// The forward steps are local activities: short, idempotent and on the reservation path, they run in the
+	// worker that runs the workflow task, without a round trip through the server per step. If that worker
+	// dies, the task times out and another worker replays the workflow and runs the step again — which the
+	// markers and the ledger make safe.
+	reserveOptions = workflow.LocalActivityOptions{
 		StartToCloseTimeout:    5 * time.Second,
 		ScheduleToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -25,7 +29,7 @@ var (
 			NonRetryableErrorTypes: nonRetryableTypes,
 		},
 	}
-	deductOptions = workflow.ActivityOptions{
+	deductOptions = workflow.LocalActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,
 		ScheduleToCloseTimeout: 60 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -33,7 +37,7 @@ var (
 			NonRetryableErrorTypes: nonRetryableTypes,
 		},
 	}
-	confirmOptions = workflow.ActivityOptions{
+	confirmOptions = workflow.LocalActivityOptions{
 		StartToCloseTimeout:    5 * time.Second,
 		ScheduleToCloseTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{

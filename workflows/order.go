@@ -174,10 +174,10 @@ func (w *orderWorkflow) setStatus(ctx workflow.Context, s ordersaga.Status, reas
 
 // reserve holds every line in Redis, in parallel; any line's failure fails the reservation.
 func (w *orderWorkflow) reserve(ctx workflow.Context) error {
-	actx := workflow.WithActivityOptions(ctx, reserveOptions)
+	actx := workflow.WithLocalActivityOptions(ctx, reserveOptions)
 	futures := make([]workflow.Future, len(w.order.Lines))
 	for i, l := range w.order.Lines {
-		futures[i] = workflow.ExecuteActivity(actx, acts.ReserveLine,
+		futures[i] = workflow.ExecuteLocalActivity(actx, acts.ReserveLine,
 			activities.LineInput{OrderID: w.in.OrderID, SKU: l.SKU, Qty: l.Qty})
 	}
 	w.reserveStarted = true
@@ -199,7 +199,7 @@ func (w *orderWorkflow) deduct(ctx workflow.Context) error {
 	payBy := workflow.Now(ctx).Add(w.in.PaymentTimeout).UTC()
 	w.deductStarted = true
 	var res activities.DeductResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deductOptions), acts.DeductOrder, activities.DeductInput{
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deductOptions), acts.DeductOrder, activities.DeductInput{
 		OrderID: w.in.OrderID, UserID: w.in.UserID, Currency: w.in.Currency, PayBy: payBy, Lines: w.order.Lines,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -249,7 +249,7 @@ func (w *orderWorkflow) confirm(ctx workflow.Context) {
 	for i, l := range w.order.Lines {
 		skus[i] = l.SKU
 	}
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, confirmOptions), acts.ConfirmLines,
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, confirmOptions), acts.ConfirmLines,
 		activities.ConfirmInput{OrderID: w.in.OrderID, SKUs: skus}).Get(ctx, nil)
 	if err != nil {
 		w.logger.Warn("confirm holds failed; reconciliation will drop them", "error", err)
