@@ -19,7 +19,7 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 	for _, l := range o.Lines {
 		amount += l.Qty * l.UnitPriceCents
 	}
-	switch p.action {
+	switch o.Action {
 	case ActionPay:
 		ev := PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: "succeeded"}
 		r.deliver(ctx, ev, false, OutPay)

@@ -68,7 +68,6 @@ type plan struct {
 	body             []byte
 	duplicate        bool
 	concurrentDup    bool
-	action           string
 }
 
 func (r *Runner) plan(seq int64) plan {
@@ -80,16 +79,6 @@ func (r *Runner) plan(seq int64) plan {
 	}
 	p.duplicate = rng.Float64() < r.cfg.DuplicateRatio
 	p.concurrentDup = rng.IntN(2) == 0
-	switch u := rng.Float64(); {
-	case u < r.cfg.PayRatio:
-		p.action = ActionPay
-	case u < r.cfg.PayRatio+r.cfg.CancelRatio:
-		p.action = ActionCancel
-	case u < r.cfg.PayRatio+r.cfg.CancelRatio+r.cfg.LatePayRatio:
-		p.action = ActionLatePay
-	default:
-		p.action = ActionExpire
-	}
 	p.body, _ = json.Marshal(OrderRequest{UserID: p.userID, Lines: []ordersaga.Line{{SKU: p.sku, Qty: r.cfg.Qty}}})
 	return p
 }
@@ -175,7 +164,7 @@ func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
 		r.stats.Error("bad_answer", "201 without order_id")
 		return a, false
 	}
-	snap, fresh := r.accepted(o, p.key, p.userID, p.action)
+	snap, fresh := r.accepted(o, p.key, p.userID)
 	if fresh {
 		r.actionsLeft.Add(1)
 		go r.followUp(r.follow, snap.OrderID, p)

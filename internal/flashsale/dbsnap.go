@@ -67,6 +67,21 @@ func (r *DBReader) LedgerRows(ctx context.Context, skus []string) (int64, error)
 	return n, nil
 }
 
+// OpenOrders counts the orders on the SKUs that the database still holds open (RESERVING or
+// AWAITING_PAYMENT). The workflow records a closed order last, after its compensation: 0 means every
+// compensation has finished.
+func (r *DBReader) OpenOrders(ctx context.Context, skus []string) (int64, error) {
+	list, args := in(skus)
+	var n int64
+	err := r.db.QueryRowContext(ctx, `SELECT COUNT(DISTINCT o.order_id) FROM orders o JOIN order_lines ol ON ol.order_id = o.order_id
+		WHERE ol.sku IN `+list+` AND o.status IN (?, ?)`,
+		append(args, string(ordersaga.StatusReserving), string(ordersaga.StatusAwaitingPayment))...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("database: count open orders: %w", err)
+	}
+	return n, nil
+}
+
 // Snapshot reads the SKUs' stock and ledger, the orders on them that kept or took stock or are not
 // REJECTED, and those orders' payments.
 func (r *DBReader) Snapshot(ctx context.Context, skus []string) (*DBSnapshot, error) {

@@ -2,13 +2,22 @@ package flashsale
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
-// waitQuiet waits until every order the run placed is final, every follow-up is done and no SKU has holds,
-// bounded by QuietTimeout counted from the later of now and the last payment deadline. It reports whether
-// quiet was reached.
+// settle is how long the inventory must stay unchanged, once everything else is quiet, before the run is
+// judged: the API shows an order EXPIRED as soon as its workflow decides, a moment before its compensation
+// has given the stock back.
+const settle = time.Second
+
+// waitQuiet waits until every order the run placed is final, every follow-up is done, no SKU has holds, the
+// database (when given) has no open order on the run's SKUs, and the inventory has settled; bounded by
+// QuietTimeout counted from the later of now and the last payment deadline. It reports whether quiet was
+// reached.
 func (r *Runner) waitQuiet(ctx context.Context) bool {
 	r.mu.Lock()
 	deadline := r.opts.Now()
@@ -20,13 +29,26 @@ func (r *Runner) waitQuiet(ctx context.Context) bool {
 	qctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	defer r.stopFollow()
+	var (
+		lastInv   string
+		sameSince time.Time
+		dbOpen    int64
+		dbOpenErr error
+	)
 	for {
 		open := r.pollOpen(qctx)
-		holds := r.pollHolds(qctx)
-		if open == 0 && holds == 0 && r.actionsLeft.Load() == 0 {
+		inv, holds := r.pollInventory(qctx)
+		if r.db != nil {
+			dbOpen, dbOpenErr = r.db.OpenOrders(qctx, r.skus)
+		}
+		now := r.opts.Now()
+		if inv != lastInv {
+			lastInv, sameSince = inv, now
+		}
+		if open == 0 && holds == 0 && r.actionsLeft.Load() == 0 && dbOpen == 0 && dbOpenErr == nil && now.Sub(sameSince) >= settle {
 			return true
 		}
-		if !sleepCtx(qctx, 500*time.Millisecond) {
+		if !sleepCtx(qctx, 250*time.Millisecond) {
 			return false
 		}
 	}
@@ -79,17 +101,26 @@ func (r *Runner) pollOpen(ctx context.Context) int {
 	return open
 }
 
-// pollHolds returns the units held in Redis over the run's SKUs (-1 when a SKU could not be read).
-func (r *Runner) pollHolds(ctx context.Context) int64 {
-	var total int64
+// pollInventory reads the run's SKUs and returns them as one comparable string and the units held in Redis
+// (-1 when a SKU could not be read).
+func (r *Runner) pollInventory(ctx context.Context) (string, int64) {
+	var (
+		total int64
+		b     strings.Builder
+	)
 	for _, sku := range r.skus {
 		inv, err := r.c.GetInventory(ctx, sku)
 		if err != nil {
-			return -1
+			return "", -1
 		}
 		total += inv.Holds
+		avail := "nil"
+		if inv.RedisAvailable != nil {
+			avail = strconv.FormatInt(*inv.RedisAvailable, 10)
+		}
+		fmt.Fprintf(&b, "%s:%d/%s/%d ", sku, inv.DBStock, avail, inv.Holds)
 	}
-	return total
+	return b.String(), total
 }
 
 // sample reads the inventory of (up to maxSampledSKUs of) the run's SKUs every SampleEvery until ctx ends.

@@ -2,8 +2,10 @@ package flashsale
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,9 @@ type Options struct {
 	Terminal bool
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// DB, when set, is the stack's database, read for the database view instead of opening
+	// Config.MySQLDSN or Config.SQLitePath (tests share the store's pool). Run does not close it.
+	DB *sql.DB
 }
 
 // Runner is one flash-sale run.
@@ -82,14 +87,19 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 		samples:  map[string][]StockPoint{},
 	}
 	defer r.c.Close()
-	if cfg.MySQLDSN != "" || cfg.SQLitePath != "" {
+	switch {
+	case opts.DB != nil:
+		r.db = &DBReader{db: opts.DB}
+	case cfg.MySQLDSN != "" || cfg.SQLitePath != "":
 		db, err := OpenDBReader(ctx, cfg.MySQLDSN, cfg.SQLitePath)
 		if err != nil {
 			return nil, err
 		}
 		defer db.Close()
 		r.db = db
-		n, err := db.LedgerRows(ctx, r.skus)
+	}
+	if r.db != nil {
+		n, err := r.db.LedgerRows(ctx, r.skus)
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +191,7 @@ func payEventID(orderID string) string     { return "evt-" + orderID }
 func latePayEventID(orderID string) string { return "evt-late-" + orderID }
 
 // accepted records a 201: a new order, or one more answer naming an order already known.
-func (r *Runner) accepted(o ordersaga.Order, key, userID, action string) (*OrderSnapshot, bool) {
+func (r *Runner) accepted(o ordersaga.Order, key, userID string) (*OrderSnapshot, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev, ok := r.orders[o.OrderID]; ok {
@@ -189,7 +199,7 @@ func (r *Runner) accepted(o ordersaga.Order, key, userID, action string) (*Order
 		return prev, false
 	}
 	snap := &OrderSnapshot{OrderID: o.OrderID, Key: key, UserID: userID, Lines: o.Lines, PayBy: o.PayBy,
-		Action: action, Status: o.Status, KeyOrderIDs: []string{o.OrderID}}
+		Action: r.action(len(r.order)), Status: o.Status, KeyOrderIDs: []string{o.OrderID}}
 	// Another order for the same key (it must never happen) is linked both ways for the verdict.
 	for _, id := range r.byKey[key] {
 		other := r.orders[id]
@@ -203,6 +213,21 @@ func (r *Runner) accepted(o ordersaga.Order, key, userID, action string) (*Order
 		r.lastPay = *o.PayBy
 	}
 	return snap, true
+}
+
+// action is what the k-th accepted order gets: the shares of the configuration, spread evenly over the
+// sequence (golden-ratio steps), so that even a run with a handful of winners sees every kind of follow-up.
+func (r *Runner) action(k int) string {
+	_, u := math.Modf(float64(k+1) * 0.6180339887498949)
+	switch {
+	case u < r.cfg.PayRatio:
+		return ActionPay
+	case u < r.cfg.PayRatio+r.cfg.CancelRatio:
+		return ActionCancel
+	case u < r.cfg.PayRatio+r.cfg.CancelRatio+r.cfg.LatePayRatio:
+		return ActionLatePay
+	}
+	return ActionExpire
 }
 
 func (r *Runner) setStatus(id string, s ordersaga.Status) {

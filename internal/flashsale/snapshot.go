@@ -35,7 +35,7 @@ type Inventory struct {
 	RedisAvailable *int64 `json:"redis_available"`
 	Holds          int64  `json:"holds"`
 	PriceCents     int64  `json:"price_cents"`
-	Drift          int64  `json:"drift"`
+	Drift          *int64 `json:"drift"`
 }
 
 // Order actions the run takes on an accepted order.
