@@ -1,0 +1,243 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/invariants"
+	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/testenv"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// env is a running saga with reconciliation: the in-process Temporal server, the test's stores, and a worker
+// whose activities have the workflow probe, metrics and (optionally) the Redis-down fallback.
+type env struct {
+	srv   *temporaltest.TestServer
+	c     client.Client
+	store *activities.Store
+	rs    *activities.RedisStock
+	acts  *activities.Activities
+	reg   *prometheus.Registry
+}
+
+type envOptions struct {
+	redis      *activities.RedisStock // nil: testenv's (REDIS_ADDR or miniredis)
+	dbFallback bool
+}
+
+func startEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	srv := temporaltest.NewServer(temporaltest.WithT(t),
+		temporaltest.WithBaseClientOptions(client.Options{Logger: tlog.NewStructuredLogger(logger)}))
+	c := srv.GetDefaultClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := platform.RegisterSearchAttributes(ctx, c, srv.GetDefaultNamespace()); err != nil {
+		t.Fatalf("register search attributes: %v", err)
+	}
+	e := &env{srv: srv, c: c, store: testenv.MustOpenStore(t), rs: o.redis, reg: prometheus.NewRegistry()}
+	if e.rs == nil {
+		e.rs = testenv.MustOpenRedis(t)
+	}
+	e.acts = &activities.Activities{Redis: e.rs, Store: e.store}
+	if err := reconcile.Configure(e.acts, c, e.reg, reconcile.Config{DBFallback: o.dbFallback}); err != nil {
+		t.Fatal(err)
+	}
+	srv.NewWorkerWithOptions(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, e.acts) },
+		worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200})
+	return e
+}
+
+// stock sets a SKU in the database and loads Redis to match.
+func (e *env) stock(t testing.TB, sku string, n int64) {
+	t.Helper()
+	if err := e.store.SetInventory(context.Background(), sku, n, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rs.SetAvailable(context.Background(), sku, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reconcileOnce runs one ReconcileWorkflow through the worker and returns its summary.
+func (e *env) reconcileOnce(t testing.TB, grace time.Duration) activities.ReconcileSummary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, sum, err := reconcile.RunOnce(ctx, e.c, workflows.ReconcileInput{Grace: grace, BatchSize: 3})
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return sum
+}
+
+// check asserts I1–I4 for the SKUs (quiet: no order in flight) and returns the report.
+func (e *env) check(t testing.TB, expected map[string]int64, quiet bool) invariants.Report {
+	t.Helper()
+	rep, err := invariants.Check(context.Background(), e.store, e.rs, expected, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Errorf("invariants violated:\n%s", rep)
+	}
+	return rep
+}
+
+// repairRows counts the stock_anomalies rows that record a change.
+func (e *env) repairRows(t testing.TB) int {
+	t.Helper()
+	rows, err := e.store.Anomalies(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		for _, a := range activities.RepairActions {
+			if r.Action == a {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// envInt reads a positive integer from the environment, or def.
+func envInt(t testing.TB, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// load is a mix of orders against a few SKUs: a third paid, a third cancelled, a third left to expire.
+type load struct {
+	prefix      string
+	skus        []string
+	orders      int
+	concurrency int
+	expireAfter time.Duration
+	seed        uint64
+}
+
+type loadResult struct {
+	placed, reserved, rejected, paid, cancelled, failed atomic.Int64
+	ids                                                 []string
+	elapsed                                             time.Duration
+}
+
+func (r *loadResult) String() string {
+	return fmt.Sprintf("%d orders in %s: %d reserved (%d paid, %d cancelled, the rest left to expire), %d rejected, %d failed calls",
+		r.placed.Load(), r.elapsed.Round(time.Millisecond), r.reserved.Load(), r.paid.Load(), r.cancelled.Load(),
+		r.rejected.Load(), r.failed.Load())
+}
+
+// run places the orders (each placed, then paid, cancelled or left to expire) and returns when every call
+// has answered; onOrder, if set, is called after each order's calls with the count so far.
+func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder func(done int)) *loadResult {
+	res := &loadResult{ids: make([]string, l.orders)}
+	rng := rand.New(rand.NewPCG(l.seed, l.seed^0xabcdef))
+	inputs := make([]workflows.OrderInput, l.orders)
+	for i := range inputs {
+		first := rng.IntN(len(l.skus))
+		lines := []ordersaga.Line{{SKU: l.skus[first], Qty: int64(1 + rng.IntN(3))}}
+		if rng.IntN(4) == 0 {
+			lines = append(lines, ordersaga.Line{SKU: l.skus[(first+1)%len(l.skus)], Qty: 1})
+		}
+		timeout := 10 * time.Minute
+		if i%3 == 2 {
+			timeout = l.expireAfter
+		}
+		id := fmt.Sprintf("%s-%05d", l.prefix, i)
+		res.ids[i] = id
+		inputs[i] = workflows.OrderInput{OrderID: id, UserID: "u" + strconv.Itoa(i%50), Currency: "CNY", Lines: lines, PaymentTimeout: timeout}
+	}
+	var done atomic.Int64
+	sem := make(chan struct{}, l.concurrency)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, in := range inputs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			defer func() {
+				if onOrder != nil {
+					onOrder(int(done.Add(1)))
+				}
+			}()
+			r, err := orderclient.Place(ctx, c, in)
+			res.placed.Add(1)
+			if err != nil {
+				res.failed.Add(1)
+				t.Logf("place %s: %v", in.OrderID, err)
+				return
+			}
+			if r.Order.Status != ordersaga.StatusAwaitingPayment {
+				res.rejected.Add(1)
+				return
+			}
+			res.reserved.Add(1)
+			switch i % 3 {
+			case 0:
+				pr, err := orderclient.Pay(ctx, c, in.OrderID, workflows.PaymentSignal{
+					EventID: "evt-" + in.OrderID, AmountCents: r.Order.AmountCents, Currency: "CNY"})
+				if err != nil || pr != ordersaga.PaymentApplied {
+					res.failed.Add(1)
+					t.Logf("pay %s: %v %v", in.OrderID, pr, err)
+					return
+				}
+				res.paid.Add(1)
+			case 1:
+				o, err := orderclient.Cancel(ctx, c, in.OrderID, "load test")
+				if err != nil || o.Status != ordersaga.StatusCancelled {
+					res.failed.Add(1)
+					t.Logf("cancel %s: %v %v", in.OrderID, o.Status, err)
+					return
+				}
+				res.cancelled.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	return res
+}
+
+// awaitClosed waits until every order's workflow has closed (the expiring ones take their timeout).
+func awaitClosed(ctx context.Context, t testing.TB, c client.Client, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		var o ordersaga.Order
+		if err := c.GetWorkflow(ctx, workflows.OrderWorkflowID(id), "").Get(ctx, &o); err != nil {
+			t.Fatalf("order %s: %v", id, err)
+		}
+		if !o.Status.Final() {
+			t.Fatalf("order %s closed in status %s", id, o.Status)
+		}
+	}
+}
