@@ -1,0 +1,193 @@
+// Command bench measures each layer of ordersaga against its limit on this machine, in one process, pair by
+// pair back to back, and prints one table with the absolute rates and their ratio:
+//
+//  1. sold-out rejections through the HTTP API vs a bare net/http handler answering 409;
+//  2. the Lua reserve vs a trivial EVALSHA on the same Redis;
+//  3. orders accepted end to end vs a bare workflow of the same shape on the same Temporal server;
+//  4. the DB deduct transaction on one hot SKU vs the bare conditional UPDATE on the same database.
+//
+// It needs the machine's Redis (REDIS_ADDR, default 127.0.0.1:6379) and MariaDB (MYSQL_DSN, default
+// root@tcp(127.0.0.1:3306)/test). Run it with scripts/bench.sh; BENCHMARKS.md holds the latest table.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+type opts struct {
+	only           map[string]bool
+	dur, warmup    time.Duration
+	rounds         int
+	conc           int
+	placeConc      int
+	redisAddr      string
+	mysqlDSN       string
+	sqlite         bool
+	temporalStores []string
+	profileDir     string
+	wftPollers     int
+	tmp            string
+}
+
+func (o opts) want(layer string) bool { return len(o.only) == 0 || o.only[layer] }
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	var (
+		o      opts
+		only   string
+		stores string
+	)
+	fs.StringVar(&only, "only", "", "comma-separated layers to run: http, redis, temporal, db (default all)")
+	fs.DurationVar(&o.dur, "duration", 3*time.Second, "measured time of each side of a pair, per round")
+	fs.IntVar(&o.rounds, "rounds", 2, "rounds of each pair; the two sides alternate, limit first")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured time before each side")
+	fs.IntVar(&o.conc, "concurrency", 64, "goroutines of the HTTP, Redis and DB pairs")
+	fs.IntVar(&o.placeConc, "place-concurrency", 64, "concurrent orders of the Temporal pair")
+	fs.StringVar(&o.redisAddr, "redis", orDefault(getenv("REDIS_ADDR"), "127.0.0.1:6379"), "Redis address (default $REDIS_ADDR or 127.0.0.1:6379)")
+	fs.StringVar(&o.mysqlDSN, "mysql", orDefault(getenv("MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "MySQL/MariaDB DSN; the benchmark creates and drops a database of its own")
+	fs.BoolVar(&o.sqlite, "sqlite", true, "also run the DB pair on SQLite (the local stack's database)")
+	fs.StringVar(&stores, "temporal-stores", "real,embedded", "stores of the Temporal pair: real (Redis + MariaDB) and/or embedded (miniredis + SQLite)")
+	fs.IntVar(&o.wftPollers, "pollers", 0, "workflow and activity task pollers of every worker of the Temporal pair (0 = the SDK default, as the worker runs)")
+	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each real side of the HTTP and Temporal pairs into this directory")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if only != "" {
+		o.only = map[string]bool{}
+		for _, l := range strings.Split(only, ",") {
+			o.only[strings.TrimSpace(l)] = true
+		}
+	}
+	for _, s := range strings.Split(stores, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.temporalStores = append(o.temporalStores, s)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "ordersaga-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	o.tmp = tmp
+
+	started := time.Now()
+	loadBefore := loadAverage()
+	var pairs []pair
+	details := &strings.Builder{}
+	steps := []struct {
+		name string
+		fn   func() ([]pair, error)
+	}{
+		{"redis", func() ([]pair, error) { return benchRedis(ctx, o) }},
+		{"db", func() ([]pair, error) { return benchDB(ctx, o) }},
+		{"temporal", func() ([]pair, error) { return benchTemporal(ctx, o, details) }},
+	}
+	for _, s := range steps {
+		if !o.want(s.name) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s …\n", s.name)
+		p, err := s.fn()
+		pairs = append(pairs, p...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	writeTable(stdout, pairs, started, loadBefore, loadAverage(), o)
+	fmt.Fprint(stdout, details.String())
+	return nil
+}
+
+func writeTable(w io.Writer, pairs []pair, started time.Time, loadBefore, loadAfter string, o opts) {
+	fmt.Fprintf(w, "ordersaga benchmarks — %s; each side measured %d × %s (after %s warm-up each), sides alternating\n",
+		started.UTC().Format("2006-01-02 15:04 MST"), o.rounds, o.dur, o.warmup)
+	fmt.Fprintf(w, "machine: %d CPUs (%s), %s %s/%s; load average before %s, after %s\n\n",
+		runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH, loadBefore, loadAfter)
+	fmt.Fprintln(w, "| layer | measured | ops/s | p50 / p99 | limit | ops/s | p50 / p99 | ratio | target |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---|---:|---:|---:|---:|")
+	for _, p := range pairs {
+		target := ""
+		if p.Target > 0 {
+			mark := "✗"
+			if p.Ratio() >= p.Target {
+				mark = "✓"
+			}
+			target = fmt.Sprintf("≥ %.0f%% %s", p.Target*100, mark)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.0f%% | %s |\n", p.Layer, p.Real.Name, fmtRate(p.Real), fmtLat(p.Real),
+			p.Limit.Name, fmtRate(p.Limit), fmtLat(p.Limit), p.Ratio()*100, target)
+	}
+	fmt.Fprintln(w)
+	for _, p := range pairs {
+		fmt.Fprintf(w, "- %s: %s", p.Layer, p.Comment)
+		for _, r := range []result{p.Real, p.Limit} {
+			if r.Errors > 0 {
+				fmt.Fprintf(w, "; %s: %d errors, first: %v", r.Name, r.Errors, r.FirstErr)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func cpuModel() string {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func randomID() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ordersaga/ordersaga/activities"
+)
+
+// benchRedis is layer 2: the Lua reserve against a trivial EVALSHA with the same keys and arguments, on
+// the same Redis and client, on a sold-out SKU and on a well-stocked one.
+func benchRedis(ctx context.Context, o opts) ([]pair, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: max(o.conc*2, 128)})
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redis at %s: %w", o.redisAddr, err)
+	}
+	prefix := "bench" + randomID() + ":"
+	defer deleteKeys(context.WithoutCancel(ctx), rdb, prefix)
+	rs := activities.NewRedisStock(rdb, prefix, time.Hour)
+	trivial := redis.NewScript("return 1")
+	const soldOut, stocked = "BENCH-SOLDOUT", "BENCH-STOCKED"
+	if err := rs.SetAvailable(ctx, soldOut, 0); err != nil {
+		return nil, err
+	}
+	if err := rs.SetAvailable(ctx, stocked, 1<<40); err != nil {
+		return nil, err
+	}
+	trivialOp := func(sku string) op {
+		return func(ctx context.Context, w int, seq int64) error {
+			id := "o-" + strconv.FormatInt(seq, 10)
+			return trivial.Run(ctx, rdb, []string{rs.AvailKey(sku), rs.HoldsKey(sku), rs.MarkerKey(sku, id)}, id, 1, 3600).Err()
+		}
+	}
+	reserveOp := func(sku string, wantSoldOut bool) op {
+		return func(ctx context.Context, w int, seq int64) error {
+			_, err := rs.Reserve(ctx, "o-"+strconv.FormatInt(seq, 10), sku, 1)
+			if _, ok := activities.IsSoldOut(err); ok && wantSoldOut {
+				return nil
+			}
+			return err
+		}
+	}
+	// Load both scripts before measuring, so no side pays the first EVAL.
+	_ = trivialOp(soldOut)(ctx, 0, -1)
+	_ = reserveOp(soldOut, true)(ctx, 0, -1)
+
+	var out []pair
+	for _, c := range []struct {
+		layer, sku string
+		soldOut    bool
+	}{{"2a Lua reserve, sold-out SKU", soldOut, true}, {"2b Lua reserve, in-stock SKU", stocked, false}} {
+		real, limit := measurePair(ctx, o, o.conc, "", "RedisStock.Reserve", reserveOp(c.sku, c.soldOut), "EVALSHA `return 1`", trivialOp(c.sku))
+		out = append(out, pair{Layer: c.layer, Real: real, Limit: limit, Target: 0.8,
+			Comment: fmt.Sprintf("real Redis %s, %d goroutines, distinct order per call", o.redisAddr, o.conc)})
+	}
+	return out, nil
+}
+
+func deleteKeys(ctx context.Context, rdb *redis.Client, prefix string) {
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 1000 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		rdb.Unlink(ctx, batch...)
+	}
+}

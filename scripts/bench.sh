@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every benchmark pair of ordersaga (HTTP sold-out path, Lua reserve, orders end to end, DB deduct) in one
+# process and prints one table: each layer against its limit, with the ratio. Not part of `go test ./...`.
+#   scripts/bench.sh                      # all pairs, real Redis and MariaDB of this machine
+#   scripts/bench.sh -only redis,db       # some layers
+#   scripts/bench.sh -profile /tmp/prof   # also CPU profiles of the real sides (go tool pprof -top …)
+# REDIS_ADDR and MYSQL_DSN override 127.0.0.1:6379 and root@tcp(127.0.0.1:3306)/test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (numbers are only worth comparing when it is low)" >&2
+exec go run ./bench "$@"
