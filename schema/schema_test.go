@@ -73,6 +73,11 @@ func wantShape() shape {
 				"detail", "refunded_at"),
 			Keys: []string{"index(order_id)", "pk(id)", "unique(event_id)"},
 		},
+		"idempotency_keys": { // 0002: the order API's Idempotency-Key rows
+			Columns: withNullable(notNull("id", "user_id", "idem_key", "fingerprint", "generation", "order_id", "started",
+				"created_at", "updated_at"), "status_code", "response_body"),
+			Keys: []string{"pk(id)", "unique(idem_key,user_id)"},
+		},
 		"stock_anomalies": {
 			Columns: withNullable(notNull("id", "run_id", "sku", "kind", "action", "created_at"),
 				"order_id", "expected", "observed", "detail"),
@@ -552,7 +557,7 @@ func TestStatements_SplitTheShippedMigrations(t *testing.T) {
 	if !slices.Equal(tables[schema.MySQL], tables[schema.SQLite]) {
 		t.Errorf("CREATE TABLE statements differ: mysql %v, sqlite %v", tables[schema.MySQL], tables[schema.SQLite])
 	}
-	if len(tables[schema.MySQL]) != 6 {
-		t.Errorf("mysql creates %d tables, want 6: %v", len(tables[schema.MySQL]), tables[schema.MySQL])
+	if len(tables[schema.MySQL]) != 7 {
+		t.Errorf("mysql creates %d tables, want 7: %v", len(tables[schema.MySQL]), tables[schema.MySQL])
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"github.com/ordersaga/ordersaga/activities"
 )
 
-// Register puts the order saga's workflow and activities on a worker.
+// Register puts the order saga's workflows (OrderWorkflow, RefundWorkflow) and activities on a worker.
 func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflow(OrderWorkflow)
+	r.RegisterWorkflow(RefundWorkflow)
+	r.RegisterWorkflow(ReconcileWorkflow)
 	r.RegisterActivity(a)
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,13 @@ type Config struct {
 	// PaymentTimeout is the default time an order waits for payment.
 	PaymentTimeout time.Duration // ORDER_PAYMENT_TIMEOUT
 	Currency       string        // CURRENCY
+	// HTTPAddr is where the order API (the starter) listens.
+	HTTPAddr string // HTTP_ADDR
+	// PaymentWebhookSecrets are the HMAC secrets a Payment-Signature may be made with; several while a
+	// key is rotated (comma-separated in the variable).
+	PaymentWebhookSecrets []string // PAYMENT_WEBHOOK_SECRET
+	// AdminToken is the bearer token of the admin endpoints (inventory).
+	AdminToken string // ADMIN_TOKEN
 }
 
 // Defaults used when a variable is unset.
@@ -34,6 +42,7 @@ var defaults = Config{
 	WorkerConcurrency: 200,
 	PaymentTimeout:    15 * time.Minute,
 	Currency:          "CNY",
+	HTTPAddr:          "127.0.0.1:8080",
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in mains, a map in tests).
@@ -54,6 +63,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	str("LOG_FORMAT", &c.LogFormat)
 	str("LOG_LEVEL", &c.LogLevel)
 	str("CURRENCY", &c.Currency)
+	str("HTTP_ADDR", &c.HTTPAddr)
+	str("ADMIN_TOKEN", &c.AdminToken)
+	if v := strings.TrimSpace(getenv("PAYMENT_WEBHOOK_SECRET")); v != "" {
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				errs = append(errs, errors.New("PAYMENT_WEBHOOK_SECRET: an empty secret in the comma-separated list"))
+				continue
+			}
+			c.PaymentWebhookSecrets = append(c.PaymentWebhookSecrets, s)
+		}
+	}
 	if v := strings.TrimSpace(getenv("WORKER_CONCURRENCY")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -70,6 +91,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.PaymentTimeout = d
 		}
 	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("HTTP_ADDR=%q: want host:port, e.g. 127.0.0.1:8080", c.HTTPAddr))
+	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("LOG_FORMAT=%q: want json or text", c.LogFormat))
 	}
@@ -82,6 +106,19 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("CURRENCY=%q: want a 3-letter upper-case ISO 4217 code", c.Currency))
 	}
 	return c, errors.Join(errs...)
+}
+
+// RequireAPISecrets checks that the order API's secrets are set (the starter outside the local stack, which
+// never falls back to a default secret or token).
+func (c Config) RequireAPISecrets() error {
+	var errs []error
+	if len(c.PaymentWebhookSecrets) == 0 {
+		errs = append(errs, errors.New("PAYMENT_WEBHOOK_SECRET is not set: the HMAC secret(s) of the payment webhook, comma-separated for rotation"))
+	}
+	if c.AdminToken == "" {
+		errs = append(errs, errors.New("ADMIN_TOKEN is not set: the bearer token of the inventory admin endpoints"))
+	}
+	return errors.Join(errs...)
 }
 
 // RequireStores checks that the real stores are configured (processes outside the local stack).

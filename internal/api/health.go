@@ -1,0 +1,67 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// readyTimeout bounds each readiness check.
+const readyTimeout = 2 * time.Second
+
+// handleHealthz is GET /healthz: the process is up.
+func handleHealthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+// handleReadyz is GET /readyz: Temporal, Redis and the database answer (checked in parallel).
+func (s *server) handleReadyz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		checks := map[string]func(context.Context) error{
+			"temporal": func(ctx context.Context) error {
+				_, err := s.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+				return err
+			},
+			"redis":    func(ctx context.Context) error { return s.Redis.Client().Ping(ctx).Err() },
+			"database": s.Store.Ping,
+		}
+		var (
+			mu     sync.Mutex
+			wg     sync.WaitGroup
+			result = map[string]string{}
+			failed []string
+		)
+		for name, check := range checks {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+				defer cancel()
+				err := check(ctx)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					result[name] = err.Error()
+					failed = append(failed, name)
+					return
+				}
+				result[name] = "ok"
+			})
+		}
+		wg.Wait()
+		if len(failed) > 0 {
+			sort.Strings(failed)
+			s.Logger.Warn("not ready", "failed", failed)
+			pr := newProblem(kindNotReady, "unreachable: "+strings.Join(failed, ", "))
+			pr.Checks = result
+			writeProblem(w, pr)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": result})
+	})
+}

@@ -1,0 +1,293 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/internal/testenv"
+	"github.com/ordersaga/ordersaga/internal/webhook"
+)
+
+const (
+	testSecret   = "whsec-test-current"
+	testOldKey   = "whsec-test-previous"
+	testAdmin    = "admin-token-for-tests"
+	testCurrency = "CNY"
+)
+
+// apiEnv is the order API on httptest, over an in-process Temporal server, a worker and the test's stores.
+type apiEnv struct {
+	*sagatest.Env
+	t   *testing.T
+	url string
+	reg *prometheus.Registry
+}
+
+// newAPI starts the saga and an API server on it; change lets a test adjust the dependencies.
+func newAPI(t *testing.T, change ...func(*api.Deps)) *apiEnv {
+	t.Helper()
+	env := sagatest.Start(t)
+	return serveAPI(t, env, change...)
+}
+
+// serveAPI starts one more API server on a running saga.
+func serveAPI(t *testing.T, env *sagatest.Env, change ...func(*api.Deps)) *apiEnv {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	d := api.Deps{
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Temporal: env.Client, Store: env.Store, Redis: env.Redis, Registry: reg,
+		Currency: testCurrency, PaymentTimeout: time.Minute,
+		WebhookSecrets: []string{testSecret, testOldKey}, AdminToken: testAdmin,
+	}
+	for _, c := range change {
+		c(&d)
+	}
+	srv := httptest.NewServer(api.NewServer(d))
+	t.Cleanup(srv.Close)
+	return &apiEnv{Env: env, t: t, url: srv.URL, reg: reg}
+}
+
+// response is one answer, fully read.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
+
+func (r response) order(t testing.TB) ordersaga.Order {
+	t.Helper()
+	var o ordersaga.Order
+	if err := json.Unmarshal(r.body, &o); err != nil {
+		t.Fatalf("order body %s: %v", r.body, err)
+	}
+	return o
+}
+
+// problem decodes a problem+json answer and checks its media type and members.
+func (r response) problem(t testing.TB) api.Problem {
+	t.Helper()
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json (body %s)", ct, r.body)
+	}
+	var p api.Problem
+	if err := json.Unmarshal(r.body, &p); err != nil {
+		t.Fatalf("problem body %s: %v", r.body, err)
+	}
+	if p.Status != r.status || p.Title == "" || p.Detail == "" || !strings.HasPrefix(p.Type, api.ProblemTypeBase) {
+		t.Errorf("problem %+v: want type under %s, title, detail and status %d", p, api.ProblemTypeBase, r.status)
+	}
+	return p
+}
+
+// wantProblem checks status and problem type (the last element of the type URI).
+func (r response) wantProblem(t testing.TB, status int, kind string) api.Problem {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("got %s, want %d %s", r, status, kind)
+	}
+	p := r.problem(t)
+	if p.Type != api.ProblemTypeBase+kind {
+		t.Errorf("problem type %q, want %q", p.Type, api.ProblemTypeBase+kind)
+	}
+	return p
+}
+
+func (e *apiEnv) do(method, path string, body []byte, header map[string]string) response {
+	e.t.Helper()
+	return doRequest(e.t, method, e.url+path, body, header)
+}
+
+func doRequest(t testing.TB, method, url string, body []byte, header map[string]string) response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// place posts an order with an Idempotency-Key.
+func (e *apiEnv) place(key, body string) response {
+	e.t.Helper()
+	return e.do(http.MethodPost, "/v1/orders", []byte(body), map[string]string{"Idempotency-Key": key})
+}
+
+func orderBody(user string, lines ...ordersaga.Line) string {
+	type line struct {
+		SKU string `json:"sku"`
+		Qty int64  `json:"qty"`
+	}
+	ls := make([]line, len(lines))
+	for i, l := range lines {
+		ls[i] = line{l.SKU, l.Qty}
+	}
+	b, _ := json.Marshal(map[string]any{"user_id": user, "lines": ls})
+	return string(b)
+}
+
+// pay posts a payment event signed with secret at signedAt.
+func (e *apiEnv) pay(ev api.PaymentEvent, signedAt time.Time, secrets ...string) response {
+	e.t.Helper()
+	b, _ := json.Marshal(ev)
+	return e.do(http.MethodPost, "/v1/payments/webhook", b, map[string]string{webhook.Header: webhook.Sign(signedAt, b, secrets...)})
+}
+
+func (e *apiEnv) payAnswer(r response) api.PaymentAnswer {
+	e.t.Helper()
+	if r.status != http.StatusOK {
+		e.t.Fatalf("payment webhook: %s", r)
+	}
+	var a api.PaymentAnswer
+	if err := json.Unmarshal(r.body, &a); err != nil {
+		e.t.Fatalf("payment answer %s: %v", r.body, err)
+	}
+	return a
+}
+
+// counter reads a counter of the API's registry (0 when the series does not exist yet).
+func (e *apiEnv) counter(name string, labels map[string]string) float64 {
+	e.t.Helper()
+	return counterValue(e.t, e.reg, name, labels)
+}
+
+func counterValue(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if matches(m, labels) {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	for k, v := range labels {
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == k && lp.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// countRows counts the rows of a table matching a condition.
+func (e *apiEnv) countRows(table, where string, args ...any) int64 {
+	e.t.Helper()
+	var n int64
+	if err := e.Store.DB().Raw("SELECT COUNT(*) FROM "+table+" WHERE "+where, args...).Scan(&n).Error; err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// countWorkflows counts the executions matching a visibility query, waiting for visibility to settle on
+// want (it is eventually consistent); it returns the last count seen.
+func (e *apiEnv) countWorkflows(query string, want int64) int64 {
+	e.t.Helper()
+	var got int64 = -1
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		res, err := e.Client.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if got = res.GetCount(); got == want {
+			return got
+		}
+	}
+	return got
+}
+
+// closedAddr is a local address nothing listens on.
+func closedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// deadTemporal is a client of a Temporal frontend that does not exist.
+func deadTemporal(t testing.TB) client.Client {
+	t.Helper()
+	c, err := client.NewLazyClient(client.Options{HostPort: closedAddr(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// deadRedis is a Redis layer whose server does not exist.
+func deadRedis(t testing.TB) *activities.RedisStock {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	return activities.NewRedisStock(rdb, "", 0)
+}
+
+// deadStore is a database layer whose connections are closed.
+func deadStore(t testing.TB) *activities.Store {
+	t.Helper()
+	s := testenv.MustOpenStore(t)
+	s.Close()
+	return s
+}

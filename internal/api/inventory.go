@@ -1,0 +1,124 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/ordersaga/ordersaga/activities"
+)
+
+// InventoryBody is the body of GET and PUT /v1/inventory/{sku}.
+type InventoryBody struct {
+	SKU     string `json:"sku"`
+	DBStock int64  `json:"db_stock"`
+	// RedisAvailable is null when the SKU is not loaded in Redis; Drift is null then too (there is nothing
+	// to compare, and a missing counter is never read as 0).
+	RedisAvailable *int64 `json:"redis_available"`
+	Holds          int64  `json:"holds"`
+	PriceCents     int64  `json:"price_cents"`
+	Drift          *int64 `json:"drift"`
+}
+
+func inventoryBody(v activities.StockView) InventoryBody {
+	return InventoryBody{
+		SKU: v.SKU, DBStock: v.DBStock, RedisAvailable: v.RedisAvailable, Holds: v.Holds,
+		PriceCents: v.PriceCents, Drift: v.Drift(),
+	}
+}
+
+// inventoryRequest is the body of PUT /v1/inventory/{sku}; both fields are required.
+type inventoryRequest struct {
+	Stock      *int64 `json:"stock"`
+	PriceCents *int64 `json:"price_cents"`
+}
+
+// handleGetInventory is GET /v1/inventory/{sku}.
+func (s *server) handleGetInventory() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sku := r.PathValue("sku")
+		if !namePattern.MatchString(sku) {
+			writeUnknownSKU(w, "")
+			return
+		}
+		v, err := activities.ReadStock(r.Context(), s.Store, s.Redis, sku)
+		switch {
+		case errors.Is(err, activities.ErrNotFound):
+			writeUnknownSKU(w, sku)
+		case err != nil:
+			s.Logger.Warn("read inventory", "sku", sku, "error", err)
+			writeProblem(w, newProblem(kindUnavailable, "the inventory cannot be read right now"))
+		default:
+			writeJSON(w, http.StatusOK, inventoryBody(v))
+		}
+	})
+}
+
+// handlePutInventory is PUT /v1/inventory/{sku}: sets the database's stock and price and loads Redis to
+// match, safe while orders are in flight (activities.SetStock).
+func (s *server) handlePutInventory() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sku := r.PathValue("sku")
+		if !namePattern.MatchString(sku) {
+			pr := newProblem(kindInvalidField, "sku: want 1-64 characters of A-Za-z0-9-_.")
+			pr.Field = "sku"
+			writeProblem(w, pr)
+			return
+		}
+		body, prob := readBody(w, r)
+		if prob != nil {
+			writeProblem(w, prob)
+			return
+		}
+		var req inventoryRequest
+		if err := decodeStrict(body, &req); err != nil {
+			writeProblem(w, newProblem(kindInvalidBody, err.Error()))
+			return
+		}
+		for _, f := range []struct {
+			name string
+			v    *int64
+		}{{"stock", req.Stock}, {"price_cents", req.PriceCents}} {
+			if f.v == nil || *f.v < 0 {
+				pr := newProblem(kindInvalidField, f.name+": required, an integer ≥ 0")
+				pr.Field = f.name
+				writeProblem(w, pr)
+				return
+			}
+		}
+		v, err := activities.SetStock(r.Context(), s.Store, s.Redis, sku, *req.Stock, *req.PriceCents)
+		if err != nil {
+			s.Logger.Error("set inventory", "sku", sku, "error", err)
+			writeProblem(w, newProblem(kindUnavailable, "the inventory could not be set; nothing changed, retry"))
+			return
+		}
+		s.known.Store(sku, true)
+		s.Logger.Info("inventory set", "sku", sku, "stock", v.DBStock, "price_cents", v.PriceCents,
+			"redis_available", v.RedisAvailable, "holds", v.Holds)
+		writeJSON(w, http.StatusOK, inventoryBody(v))
+	})
+}
+
+func writeUnknownSKU(w http.ResponseWriter, sku string) {
+	pr := newProblem(kindUnknownSKU, "no SKU "+sku+" in the inventory")
+	pr.SKU = sku
+	writeProblem(w, pr)
+}
+
+// requireAdmin lets a request through only with `Authorization: Bearer <ADMIN_TOKEN>`. The comparison is of
+// SHA-256 digests in constant time, so neither the token's content nor its length leaks through timing.
+func (s *server) requireAdmin(h http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(s.AdminToken))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ordersaga admin"`)
+			writeProblem(w, newProblem(kindUnauthorized, "PUT /v1/inventory needs Authorization: Bearer <ADMIN_TOKEN>"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

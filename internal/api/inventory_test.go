@@ -1,0 +1,155 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/ordersaga/ordersaga/internal/api"
+)
+
+func (r response) inventory(t testing.TB) api.InventoryBody {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("inventory: %s", r)
+	}
+	var b api.InventoryBody
+	if err := json.Unmarshal(r.body, &b); err != nil {
+		t.Fatalf("inventory body %s: %v", r.body, err)
+	}
+	return b
+}
+
+// TestInventory covers GET and PUT /v1/inventory/{sku}.
+func TestInventory(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	ctx := context.Background()
+	admin := map[string]string{"Authorization": "Bearer " + testAdmin}
+	put := func(sku, body string, h map[string]string) response {
+		return e.do(http.MethodPut, "/v1/inventory/"+sku, []byte(body), h)
+	}
+
+	t.Run("put_needs_the_admin_token", func(t *testing.T) {
+		t.Parallel()
+		for name, h := range map[string]map[string]string{
+			"none":          nil,
+			"wrong":         {"Authorization": "Bearer not-the-token"},
+			"prefix":        {"Authorization": "Bearer " + testAdmin[:5]},
+			"longer":        {"Authorization": "Bearer " + testAdmin + "x"},
+			"not_bearer":    {"Authorization": "Basic " + testAdmin},
+			"lower_case":    {"Authorization": "bearer " + testAdmin},
+			"token_no_auth": {"X-Admin-Token": testAdmin},
+		} {
+			r := put("INV-AUTH", `{"stock":1,"price_cents":1}`, h)
+			if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s: got %s, want 401 with WWW-Authenticate", name, r)
+				continue
+			}
+			r.wantProblem(t, http.StatusUnauthorized, "unauthorized")
+		}
+		if _, err := e.Store.Inventory(ctx, "INV-AUTH"); err == nil {
+			t.Error("an unauthorized PUT created the SKU")
+		}
+	})
+
+	t.Run("put_refuses_negative_or_missing_values", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct{ name, body, kind, field string }{
+			{"negative_stock", `{"stock":-1,"price_cents":1}`, "invalid-field", "stock"},
+			{"negative_price", `{"stock":1,"price_cents":-1}`, "invalid-field", "price_cents"},
+			{"no_stock", `{"price_cents":1}`, "invalid-field", "stock"},
+			{"no_price", `{"stock":1}`, "invalid-field", "price_cents"},
+			{"fraction", `{"stock":1.5,"price_cents":1}`, "invalid-body", ""},
+			{"unknown_field", `{"stock":1,"price_cents":1,"name":"x"}`, "invalid-body", ""},
+			{"not_json", `stock=1`, "invalid-body", ""},
+		} {
+			p := put("INV-BAD", tc.body, admin).wantProblem(t, http.StatusBadRequest, tc.kind)
+			if p.Field != tc.field {
+				t.Errorf("%s: field %q, want %q", tc.name, p.Field, tc.field)
+			}
+		}
+		put("bad%20sku", `{"stock":1,"price_cents":1}`, admin).wantProblem(t, http.StatusBadRequest, "invalid-field")
+	})
+
+	t.Run("put_then_get", func(t *testing.T) {
+		t.Parallel()
+		b := put("INV-1", `{"stock":100,"price_cents":999}`, admin).inventory(t)
+		want := api.InventoryBody{SKU: "INV-1", DBStock: 100, RedisAvailable: ptr(int64(100)), Holds: 0, PriceCents: 999, Drift: ptr(int64(0))}
+		if !equalInventory(b, want) {
+			t.Errorf("PUT answered %+v, want %+v", b, want)
+		}
+		if got := e.do(http.MethodGet, "/v1/inventory/INV-1", nil, nil).inventory(t); !equalInventory(got, want) {
+			t.Errorf("GET answered %+v, want %+v", got, want)
+		}
+		// A second PUT replaces stock and price.
+		b = put("INV-1", `{"stock":5,"price_cents":1000}`, admin).inventory(t)
+		if b.DBStock != 5 || b.PriceCents != 1000 || *b.RedisAvailable != 5 || *b.Drift != 0 {
+			t.Errorf("second PUT answered %+v", b)
+		}
+	})
+
+	t.Run("put_while_orders_hold_units_never_promises_more_than_the_db", func(t *testing.T) {
+		t.Parallel()
+		put("INV-HELD", `{"stock":10,"price_cents":100}`, admin).inventory(t)
+		// Two orders hold 3 units in Redis; their deducts have not run.
+		for _, o := range []struct {
+			id  string
+			qty int64
+		}{{"o-held-1", 1}, {"o-held-2", 2}} {
+			if _, err := e.Redis.Reserve(ctx, o.id, "INV-HELD", o.qty); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := put("INV-HELD", `{"stock":20,"price_cents":100}`, admin).inventory(t)
+		want := api.InventoryBody{SKU: "INV-HELD", DBStock: 20, RedisAvailable: ptr(int64(17)), Holds: 3, PriceCents: 100, Drift: ptr(int64(0))}
+		if !equalInventory(b, want) {
+			t.Errorf("got %+v, want %+v", b, want)
+		}
+	})
+
+	t.Run("get_unknown_is_404", func(t *testing.T) {
+		t.Parallel()
+		e.do(http.MethodGet, "/v1/inventory/NO-SUCH-SKU", nil, nil).wantProblem(t, http.StatusNotFound, "unknown-sku")
+		e.do(http.MethodGet, "/v1/inventory/bad%20sku", nil, nil).wantProblem(t, http.StatusNotFound, "unknown-sku")
+	})
+
+	t.Run("get_not_loaded_in_redis_is_null", func(t *testing.T) {
+		t.Parallel()
+		if err := e.Store.SetInventory(ctx, "INV-COLD", 7, 50); err != nil {
+			t.Fatal(err)
+		}
+		r := e.do(http.MethodGet, "/v1/inventory/INV-COLD", nil, nil)
+		b := r.inventory(t)
+		if b.RedisAvailable != nil || b.Drift != nil || b.DBStock != 7 || b.PriceCents != 50 {
+			t.Errorf("got %+v, want redis_available and drift null", b)
+		}
+		var raw map[string]any
+		if err := json.Unmarshal(r.body, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := raw["redis_available"]; !ok || v != nil {
+			t.Errorf("body %s: want \"redis_available\":null", r.body)
+		}
+	})
+
+	t.Run("drift_shows_redis_out_of_line", func(t *testing.T) {
+		t.Parallel()
+		put("INV-DRIFT", `{"stock":10,"price_cents":100}`, admin).inventory(t)
+		if err := e.Redis.SetAvailable(ctx, "INV-DRIFT", 12); err != nil {
+			t.Fatal(err)
+		}
+		if b := e.do(http.MethodGet, "/v1/inventory/INV-DRIFT", nil, nil).inventory(t); b.Drift == nil || *b.Drift != 2 {
+			t.Errorf("got %+v, want drift 2", b)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func equalInventory(a, b api.InventoryBody) bool {
+	eq := func(x, y *int64) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
+	return a.SKU == b.SKU && a.DBStock == b.DBStock && a.Holds == b.Holds && a.PriceCents == b.PriceCents &&
+		eq(a.RedisAvailable, b.RedisAvailable) && eq(a.Drift, b.Drift)
+}

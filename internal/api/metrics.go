@@ -1,0 +1,117 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/uber-go/tally/v4"
+	tallyprom "github.com/uber-go/tally/v4/prometheus"
+	"go.temporal.io/sdk/client"
+	sdktally "go.temporal.io/sdk/contrib/tally"
+)
+
+// Metrics are the order API's Prometheus metrics.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	// reserve counts POST /v1/orders by outcome: reserved, replayed, sold_out_fast_path (refused without a
+	// workflow), sold_out (refused by the saga), unknown_sku, rejected, key_reused, pending, unavailable, error.
+	reserve *prometheus.CounterVec
+	// places counts Update-with-Start calls: the workflows the API started or attached to.
+	places prometheus.Counter
+	// payments counts webhook deliveries by result.
+	payments *prometheus.CounterVec
+}
+
+// NewMetrics registers the API's metrics on reg; ones already registered there (a second server on one
+// registry) are shared.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	return &Metrics{
+		requests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersaga_http_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"})),
+		duration: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "ordersaga_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route"})),
+		reserve: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersaga_reserve_outcomes_total", Help: "POST /v1/orders by outcome (sold_out_fast_path started no workflow).",
+		}, []string{"outcome"})),
+		places: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ordersaga_order_workflow_places_total", Help: "Update-with-Start calls of OrderWorkflow made by the API.",
+		})),
+		payments: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ordersaga_payment_webhooks_total", Help: "Payment webhook deliveries by result.",
+		}, []string{"result"})),
+	}
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic("api: register metric: " + err.Error())
+	}
+	return c
+}
+
+// instrument counts every request by its route pattern (the mux sets it; "unmatched" otherwise).
+func (m *Metrics) instrument(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		m.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
+		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+func (m *Metrics) handler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+}
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wroteHeader {
+		s.status, s.wroteHeader = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	s.wroteHeader = true
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// NewTemporalMetricsHandler reports the Temporal SDK's metrics (temporal_*) to reg through tally, for
+// client.Options.MetricsHandler. Close the closer at shutdown.
+func NewTemporalMetricsHandler(reg *prometheus.Registry) (client.MetricsHandler, io.Closer) {
+	reporter := tallyprom.NewReporter(tallyprom.Options{Registerer: reg})
+	scope, closer := tally.NewRootScope(tally.ScopeOptions{
+		CachedReporter:  reporter,
+		Separator:       tallyprom.DefaultSeparator,
+		SanitizeOptions: &tallyprom.DefaultSanitizerOpts,
+	}, time.Second)
+	return sdktally.NewMetricsHandler(sdktally.NewPrometheusNamingScope(scope)), closer
+}

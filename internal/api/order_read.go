@@ -1,0 +1,135 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// queryTimeout bounds a status query (it needs a worker; without one the database answers).
+const queryTimeout = 5 * time.Second
+
+// handleGetOrder is GET /v1/orders/{id}: the workflow's query while it runs, the database once it is closed
+// (or gone from Temporal); 404 when neither knows the order.
+func (s *server) handleGetOrder() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if !validOrderID(id) {
+			writeOrderNotFound(w, id)
+			return
+		}
+		o, err := s.readOrder(r.Context(), id)
+		switch {
+		case errors.Is(err, activities.ErrNotFound):
+			writeOrderNotFound(w, id)
+		case err != nil:
+			s.Logger.Warn("read order", "order_id", id, "error", err)
+			writeProblem(w, newProblem(kindUnavailable, "the order cannot be read right now"))
+		default:
+			writeJSON(w, http.StatusOK, o)
+		}
+	})
+}
+
+// readOrder reads an order; activities.ErrNotFound when neither Temporal nor the database knows it.
+func (s *server) readOrder(ctx context.Context, id string) (ordersaga.Order, error) {
+	wfID := workflows.OrderWorkflowID(id)
+	desc, derr := s.Temporal.DescribeWorkflowExecution(ctx, wfID, "")
+	var notFound *serviceerror.NotFound
+	running := derr == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	if running {
+		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+		o, err := orderclient.Status(qctx, s.Temporal, id)
+		cancel()
+		if err == nil {
+			return o, nil
+		}
+		s.Logger.Warn("order status query failed; reading the database", "order_id", id, "error", err)
+	}
+	rec, err := s.Store.Order(ctx, id)
+	if err == nil {
+		return rec.View(), nil
+	}
+	if !errors.Is(err, activities.ErrNotFound) {
+		return ordersaga.Order{}, err
+	}
+	switch {
+	case derr == nil && !running:
+		// Closed but not in the database (it never is for long): its result is the order.
+		var o ordersaga.Order
+		if gerr := s.Temporal.GetWorkflow(ctx, wfID, "").Get(ctx, &o); gerr == nil {
+			return o, nil
+		}
+		return ordersaga.Order{}, err
+	case derr != nil && !errors.As(derr, &notFound):
+		return ordersaga.Order{}, errors.Join(derr, err) // Temporal unreachable: unknown is not known
+	case running:
+		return ordersaga.Order{}, errors.New("order running but its status query failed and the database has no record yet")
+	}
+	return ordersaga.Order{}, err
+}
+
+// handleCancelOrder is POST /v1/orders/{id}/cancel (no body): 200 with the order CANCELLED and compensated,
+// or unchanged when it was already closed unpaid; 409 when it is PAID; 404 when unknown.
+func (s *server) handleCancelOrder() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		body, prob := readBody(w, r)
+		if prob != nil {
+			writeProblem(w, prob)
+			return
+		}
+		if len(bytes.TrimSpace(body)) > 0 {
+			var none struct{}
+			if err := decodeStrict(body, &none); err != nil {
+				writeProblem(w, newProblem(kindInvalidBody, "cancel takes no body: "+err.Error()))
+				return
+			}
+		}
+		if !validOrderID(id) {
+			writeOrderNotFound(w, id)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.UpdateTimeout)
+		defer cancel()
+		o, err := orderclient.Cancel(ctx, s.Temporal, id, "")
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			// Closed or gone from Temporal: the database has the final word.
+			rec, derr := s.Store.Order(ctx, id)
+			if errors.Is(derr, activities.ErrNotFound) {
+				writeOrderNotFound(w, id)
+				return
+			}
+			o, err = rec.View(), derr
+		}
+		if err != nil {
+			s.Logger.Warn("cancel order", "order_id", id, "error", err)
+			writeProblem(w, newProblem(kindUnavailable, "the order could not be cancelled right now; retry"))
+			return
+		}
+		if o.Status == ordersaga.StatusPaid {
+			pr := newProblem(kindAlreadyPaid, "order "+id+" is paid and can no longer be cancelled")
+			pr.OrderID = id
+			writeProblem(w, pr)
+			return
+		}
+		writeJSON(w, http.StatusOK, o)
+	})
+}
+
+func writeOrderNotFound(w http.ResponseWriter, id string) {
+	pr := newProblem(kindOrderNotFound, "no order "+id)
+	pr.OrderID = id
+	writeProblem(w, pr)
+}

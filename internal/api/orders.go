@@ -1,0 +1,330 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// Headers of POST /v1/orders.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+// Reserve outcomes counted by ordersaga_reserve_outcomes_total.
+const (
+	outcomeReserved        = "reserved"
+	outcomeReplayed        = "replayed"
+	outcomeSoldOutFastPath = "sold_out_fast_path"
+	outcomeSoldOut         = "sold_out"
+	outcomeUnknownSKU      = "unknown_sku"
+	outcomeRejected        = "rejected"
+	outcomeKeyReused       = "key_reused"
+	outcomePending         = "pending"
+	outcomeUnavailable     = "unavailable"
+	outcomeError           = "error"
+)
+
+// handlePlaceOrder is POST /v1/orders: validate, check the SKUs exist, claim the idempotency key, refuse from
+// the sold-out fast path when Redis already says no, else place the order (Update-with-Start) and answer
+// once the reservation is decided.
+func (s *server) handlePlaceOrder() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(headerIdempotencyKey)
+		if !idempotencyKeyPattern.MatchString(key) {
+			writeProblem(w, newProblem(kindInvalidKey, "the Idempotency-Key header is required: 1-255 characters of A-Za-z0-9-_.:"))
+			return
+		}
+		body, prob := readBody(w, r)
+		if prob != nil {
+			writeProblem(w, prob)
+			return
+		}
+		var req orderRequest
+		if err := decodeStrict(body, &req); err != nil {
+			writeProblem(w, newProblem(kindInvalidBody, err.Error()))
+			return
+		}
+		if ferr := req.validate(); ferr != nil {
+			p := newProblem(kindInvalidField, ferr.Error())
+			p.Field = ferr.Field
+			writeProblem(w, p)
+			return
+		}
+		p := &placement{s: s, w: w, r: r, key: key, req: req, lines: req.lines()}
+		outcome := p.run()
+		s.metrics.reserve.WithLabelValues(outcome).Inc()
+	})
+}
+
+// placement is one POST /v1/orders past validation.
+type placement struct {
+	s     *server
+	w     http.ResponseWriter
+	r     *http.Request
+	key   string
+	req   orderRequest
+	lines []ordersaga.Line
+}
+
+// run answers the request and returns the reserve outcome.
+func (p *placement) run() string {
+	ctx := p.r.Context()
+	unknown, err := p.s.unknownSKU(ctx, p.lines)
+	if err != nil {
+		return p.unavailable("database", err)
+	}
+	if unknown != "" {
+		p.unknownSKU(unknown)
+		return outcomeUnknownSKU
+	}
+	store := p.s.Store
+	rec, _, err := store.ClaimIdempotencyKey(ctx, p.req.UserID, p.key, p.req.fingerprint(), OrderID(p.req.UserID, p.key, 0))
+	if err != nil {
+		return p.unavailable("database", err)
+	}
+	if rec.Fingerprint != p.req.fingerprint() {
+		pr := newProblem(kindKeyReused, "this Idempotency-Key was first used with another request body; use a new key for a new order")
+		writeProblem(p.w, pr)
+		return outcomeKeyReused
+	}
+	if rec.Answered() {
+		p.replay(rec)
+		return outcomeReplayed
+	}
+
+	// The fast path may only refuse. It answers only while no request has started this generation's
+	// workflow: one that has is deciding, and every request with the key answers as it does.
+	if !rec.Started {
+		sku, err := p.s.soldOut(ctx, p.lines)
+		if err != nil {
+			return p.unavailable("redis", err)
+		}
+		if sku != "" {
+			cur, err := store.IdempotencyKey(ctx, p.req.UserID, p.key)
+			if err != nil {
+				return p.unavailable("database", err)
+			}
+			switch {
+			case cur.Answered():
+				p.replay(cur)
+				return outcomeReplayed
+			case !cur.Started:
+				p.soldOut(sku)
+				return outcomeSoldOutFastPath
+			}
+			rec = cur
+		}
+	}
+	if err := store.MarkIdempotencyStarted(ctx, p.req.UserID, p.key, rec.Generation); err != nil {
+		return p.unavailable("database", err)
+	}
+	res, err := p.place(ctx, rec.OrderID)
+	if err != nil {
+		var unavailable *serviceerror.Unavailable
+		switch {
+		case errors.As(err, &unavailable):
+			return p.unavailable("temporal", err)
+		case errors.Is(err, errStillDeciding):
+			pr := newProblem(kindOrderPending, "the reservation is not decided yet; retry with the same Idempotency-Key")
+			pr.OrderID = rec.OrderID
+			writeProblem(p.w, pr)
+			return outcomePending
+		}
+		p.s.Logger.Error("place order", "order_id", rec.OrderID, "error", err)
+		writeProblem(p.w, newProblem(kindInternal, "the order could not be placed; retry with the same Idempotency-Key"))
+		return outcomeError
+	}
+	if res.Order.Status != ordersaga.StatusRejected {
+		return p.reserved(rec, res.Order)
+	}
+
+	// A rejection is not remembered: the key moves to a new order ID, so a retry is a new order (the rejected
+	// one's tombstones are final).
+	next := OrderID(p.req.UserID, p.key, rec.Generation+1)
+	if err := store.NextIdempotencyGeneration(ctx, p.req.UserID, p.key, rec.Generation, next); err != nil {
+		p.s.Logger.Warn("move idempotency key past a rejected order; a retry replays the rejection", "order_id", rec.OrderID, "error", err)
+	}
+	switch {
+	case res.SoldOutSKU != "":
+		p.soldOut(res.SoldOutSKU)
+		return outcomeSoldOut
+	case res.UnknownSKU != "":
+		p.unknownSKU(res.UnknownSKU)
+		return outcomeUnknownSKU
+	}
+	pr := newProblem(kindStockUnavailable, "the stock could not be reserved: "+res.Order.ClosedReason)
+	pr.OrderID = rec.OrderID
+	writeProblem(p.w, pr)
+	return outcomeRejected
+}
+
+// errStillDeciding means the reservation was not decided within PlaceTimeout, or Temporal asked to back off
+// (too many updates in flight on the workflow): a retry with the same key gets the answer.
+var errStillDeciding = errors.New("reservation still being decided")
+
+// place starts the order's workflow, or attaches to it, and waits for the reservation. Concurrent requests
+// for one order ID in this process share one Update-with-Start (Temporal bounds the updates in flight per
+// workflow, so fifty at once would be refused). When the workflow of the order ID is already closed (a request
+// that placed it died before keeping its answer, or it was rejected and the key has moved on meanwhile), the
+// reservation is read from its result.
+func (p *placement) place(ctx context.Context, orderID string) (workflows.Reservation, error) {
+	in := workflows.OrderInput{
+		OrderID: orderID, UserID: p.req.UserID, Currency: p.s.Currency, Lines: p.lines,
+		PaymentTimeout: p.s.PaymentTimeout,
+	}
+	// The shared call outlives a request that gives up: the others may still wait for it.
+	shared := context.WithoutCancel(ctx)
+	ch := p.s.placing.DoChan(orderID, func() (any, error) {
+		ctx, cancel := context.WithTimeout(shared, p.s.PlaceTimeout)
+		defer cancel()
+		p.s.metrics.places.Inc()
+		res, err := orderclient.Place(ctx, p.s.Temporal, in)
+		var (
+			started   *serviceerror.WorkflowExecutionAlreadyStarted
+			exhausted *serviceerror.ResourceExhausted
+		)
+		switch {
+		case errors.As(err, &started):
+			return p.s.closedReservation(ctx, orderID)
+		case err != nil && (ctx.Err() != nil || errors.As(err, &exhausted)):
+			return res, fmt.Errorf("%w: %w", errStillDeciding, err)
+		}
+		return res, err
+	})
+	select {
+	case r := <-ch:
+		res, _ := r.Val.(workflows.Reservation)
+		return res, r.Err
+	case <-ctx.Done():
+		return workflows.Reservation{}, fmt.Errorf("%w: %w", errStillDeciding, ctx.Err())
+	}
+}
+
+// closedReservation rebuilds the reservation answer of an order whose workflow is closed: from the
+// workflow's result, else from the database.
+func (s *server) closedReservation(ctx context.Context, orderID string) (workflows.Reservation, error) {
+	var o ordersaga.Order
+	err := s.Temporal.GetWorkflow(ctx, workflows.OrderWorkflowID(orderID), "").Get(ctx, &o)
+	if err != nil {
+		rec, derr := s.Store.Order(ctx, orderID)
+		if derr != nil {
+			return workflows.Reservation{}, fmt.Errorf("closed order %s: %w", orderID, errors.Join(err, derr))
+		}
+		o = rec.View()
+	}
+	res := workflows.Reservation{Order: o}
+	if o.Status == ordersaga.StatusRejected {
+		if sku, ok := strings.CutPrefix(o.ClosedReason, "sold out: "); ok {
+			res.SoldOutSKU = sku
+		} else if sku, ok := strings.CutPrefix(o.ClosedReason, "unknown sku: "); ok {
+			res.UnknownSKU = sku
+		}
+	}
+	return res, nil
+}
+
+// reserved answers 201 with the order and keeps the answer for replays; when a concurrent request with the
+// key kept its answer first, that one is the answer.
+func (p *placement) reserved(rec activities.IdempotencyRecord, o ordersaga.Order) string {
+	body := mustJSON(o)
+	kept, stored, err := p.s.Store.KeepIdempotentAnswer(p.r.Context(), p.req.UserID, p.key, rec.Generation, http.StatusCreated, body)
+	if err != nil {
+		// The order is placed; a retry attaches to it and keeps the answer then.
+		p.s.Logger.Warn("keep idempotent answer", "order_id", rec.OrderID, "error", err)
+		p.w.Header().Set("Location", orderLocation(o.OrderID))
+		writeBody(p.w, http.StatusCreated, "application/json", body)
+		return outcomeReserved
+	}
+	if !stored && kept.Answered() && kept.Generation == rec.Generation {
+		p.replay(kept)
+		return outcomeReplayed
+	}
+	p.w.Header().Set("Location", orderLocation(o.OrderID))
+	writeBody(p.w, http.StatusCreated, "application/json", body)
+	return outcomeReserved
+}
+
+// replay answers with the kept first answer, byte for byte.
+func (p *placement) replay(rec activities.IdempotencyRecord) {
+	p.w.Header().Set(headerReplayed, "true")
+	if rec.StatusCode == http.StatusCreated {
+		p.w.Header().Set("Location", orderLocation(rec.OrderID))
+	}
+	contentType := "application/json"
+	if rec.StatusCode >= 400 {
+		contentType = "application/problem+json"
+	}
+	writeBody(p.w, rec.StatusCode, contentType, rec.Body)
+}
+
+func (p *placement) soldOut(sku string) {
+	pr := newProblem(kindSoldOut, "not enough units of "+sku+" for this order; the same Idempotency-Key may be retried later")
+	pr.SKU = sku
+	writeProblem(p.w, pr)
+}
+
+func (p *placement) unknownSKU(sku string) {
+	pr := newProblem(kindUnknownSKU, "no SKU "+sku+" in the inventory")
+	pr.SKU = sku
+	writeProblem(p.w, pr)
+}
+
+// unavailable answers 503 when a backing service failed before anything was done (a retry with the same key
+// is always safe: it derives the same order ID).
+func (p *placement) unavailable(service string, err error) string {
+	p.s.Logger.Warn("order refused: "+service+" unavailable", "user_id", p.req.UserID, "error", err)
+	writeProblem(p.w, newProblem(kindUnavailable, service+" is unavailable; retry with the same Idempotency-Key"))
+	return outcomeUnavailable
+}
+
+func orderLocation(orderID string) string { return "/v1/orders/" + orderID }
+
+// unknownSKU returns the first SKU of lines that is not in the inventory table ("" when all exist).
+func (s *server) unknownSKU(ctx context.Context, lines []ordersaga.Line) (string, error) {
+	var ask []string
+	for _, l := range lines {
+		if _, ok := s.known.Load(l.SKU); !ok {
+			ask = append(ask, l.SKU)
+		}
+	}
+	if len(ask) == 0 {
+		return "", nil
+	}
+	found, err := s.Store.KnownSKUs(ctx, ask)
+	if err != nil {
+		return "", err
+	}
+	for _, sku := range ask {
+		if !found[sku] {
+			return sku, nil
+		}
+		s.known.Store(sku, true)
+	}
+	return "", nil
+}
+
+// soldOut is the fast path: the first line whose SKU is loaded in Redis with fewer units than the line asks
+// for ("" when Redis does not say no; a SKU that is not loaded is left to the workflow, which fails closed).
+func (s *server) soldOut(ctx context.Context, lines []ordersaga.Line) (string, error) {
+	for _, l := range lines {
+		avail, loaded, err := s.Redis.Available(ctx, l.SKU)
+		if err != nil {
+			return "", err
+		}
+		if loaded && avail < l.Qty {
+			return l.SKU, nil
+		}
+	}
+	return "", nil
+}

@@ -1,0 +1,163 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/internal/webhook"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// PaymentEvent is the body of POST /v1/payments/webhook.
+type PaymentEvent struct {
+	EventID     string `json:"event_id"`
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+	Status      string `json:"status"`
+}
+
+// PaymentSucceeded is the only payment status the webhook acts on.
+const PaymentSucceeded = "succeeded"
+
+// PaymentAnswer is the webhook's 200 body.
+type PaymentAnswer struct {
+	Result  ordersaga.PaymentResult `json:"result"`
+	OrderID string                  `json:"order_id"`
+}
+
+// The columns of payments bound these: event_id VARCHAR(255), order_id VARCHAR(64), currency CHAR(3).
+var (
+	eventIDPattern      = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`) // visible ASCII: the provider's IDs are opaque
+	paymentOrderPattern = regexp.MustCompile(`^[\x21-\x7e]{1,64}$`)
+	currencyPattern     = regexp.MustCompile(`^[A-Z]{3}$`)
+)
+
+func (e PaymentEvent) validate() *fieldError {
+	switch {
+	case !eventIDPattern.MatchString(e.EventID):
+		return &fieldError{"event_id", "want 1-255 visible ASCII characters"}
+	case !paymentOrderPattern.MatchString(e.OrderID):
+		return &fieldError{"order_id", "want 1-64 visible ASCII characters"}
+	case e.AmountCents < 0:
+		return &fieldError{"amount_cents", "must not be negative"}
+	case !currencyPattern.MatchString(e.Currency):
+		return &fieldError{"currency", "want a 3-letter upper-case ISO 4217 code"}
+	}
+	return nil
+}
+
+// handlePaymentWebhook is POST /v1/payments/webhook: verify the signature (401, nothing recorded), answer a
+// known event as a duplicate, else apply the payment through the order's workflow; a payment for an order
+// the workflow can no longer take is refunded once per event.
+func (s *server) handlePaymentWebhook() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, prob := readBody(w, r)
+		if prob != nil {
+			writeProblem(w, prob)
+			return
+		}
+		if err := webhook.Verify(r.Header.Get(webhook.Header), body, s.WebhookSecrets, s.Now(), webhook.Tolerance); err != nil {
+			s.Logger.Warn("payment webhook refused", "reason", err)
+			s.metrics.payments.WithLabelValues("invalid_signature").Inc()
+			writeProblem(w, newProblem(kindInvalidSignature, err.Error()))
+			return
+		}
+		var ev PaymentEvent
+		if err := decodeStrict(body, &ev); err != nil {
+			writeProblem(w, newProblem(kindInvalidBody, err.Error()))
+			return
+		}
+		if ferr := ev.validate(); ferr != nil {
+			pr := newProblem(kindInvalidField, ferr.Error())
+			pr.Field = ferr.Field
+			writeProblem(w, pr)
+			return
+		}
+		if ev.Status != PaymentSucceeded {
+			pr := newProblem(kindUnsupportedPayment, fmt.Sprintf("status %q: only %q payments are handled", ev.Status, PaymentSucceeded))
+			pr.Field = "status"
+			writeProblem(w, pr)
+			return
+		}
+		result, err := s.pay(r.Context(), ev)
+		if err != nil {
+			s.Logger.Error("payment webhook", "event_id", ev.EventID, "order_id", ev.OrderID, "error", err)
+			s.metrics.payments.WithLabelValues("error").Inc()
+			writeProblem(w, newProblem(kindUnavailable, "the payment could not be handled right now; deliver it again"))
+			return
+		}
+		s.metrics.payments.WithLabelValues(string(result)).Inc()
+		s.Logger.Info("payment", "event_id", ev.EventID, "order_id", ev.OrderID, "result", string(result))
+		writeJSON(w, http.StatusOK, PaymentAnswer{Result: result, OrderID: ev.OrderID})
+	})
+}
+
+// pay applies one payment event and returns what became of it.
+func (s *server) pay(ctx context.Context, ev PaymentEvent) (ordersaga.PaymentResult, error) {
+	if _, err := s.Store.Payment(ctx, ev.EventID); err == nil {
+		return ordersaga.PaymentDuplicate, nil
+	} else if !errors.Is(err, activities.ErrNotFound) {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.UpdateTimeout)
+	defer cancel()
+	result, err := orderclient.Pay(ctx, s.Temporal, ev.OrderID, workflows.PaymentSignal{
+		EventID: ev.EventID, AmountCents: ev.AmountCents, Currency: ev.Currency,
+	})
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		// The order's workflow is closed ("workflow execution already completed") or unknown to Temporal.
+		return s.refund(ctx, ev, notFound.Error())
+	}
+	return result, err
+}
+
+// refund records the payment as refunded through RefundWorkflow, whose ID is the event's: deliveries of one
+// event, however many and however concurrent, make one refund.
+func (s *server) refund(ctx context.Context, ev PaymentEvent, why string) (ordersaga.PaymentResult, error) {
+	id := workflows.RefundWorkflowID(ev.EventID)
+	run, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, workflows.RefundWorkflow, activities.PaymentRecord{
+		EventID: ev.EventID, OrderID: ev.OrderID, AmountCents: ev.AmountCents, Currency: ev.Currency,
+		Detail: truncate("order closed or unknown to Temporal: "+why, 255),
+	})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		run, err = s.Temporal.GetWorkflow(ctx, id, ""), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("refund %s: %w", ev.EventID, err)
+	}
+	var rec activities.PaymentRecord
+	if err := run.Get(ctx, &rec); err != nil {
+		return "", fmt.Errorf("refund %s: %w", ev.EventID, err)
+	}
+	if rec.Result != ordersaga.PaymentRefunded {
+		// The event was recorded otherwise before (applied or rejected): this delivery is a duplicate.
+		return ordersaga.PaymentDuplicate, nil
+	}
+	return ordersaga.PaymentRefunded, nil
+}
+
+// truncate cuts s to at most n bytes (the detail columns are VARCHAR(255)).
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,192 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// ProblemTypeBase prefixes every problem type; the last path element names the kind.
+const ProblemTypeBase = "https://ordersaga.dev/problems/"
+
+// kind is one kind of error: its problem type is ProblemTypeBase + kind, and it has one status and title.
+type kind string
+
+// Every kind of error the API answers with.
+const (
+	kindInvalidBody        kind = "invalid-body"            // 400: not JSON, unknown field, trailing data
+	kindBodyTooLarge       kind = "body-too-large"          // 400: over 64 KiB
+	kindInvalidField       kind = "invalid-field"           // 400: a field or path parameter out of its range
+	kindInvalidKey         kind = "invalid-idempotency-key" // 400
+	kindKeyReused          kind = "idempotency-key-reused"  // 422: same key, another body
+	kindSoldOut            kind = "sold-out"                // 409
+	kindOrderPending       kind = "order-pending"           // 409 + Retry-After: still deciding
+	kindAlreadyPaid        kind = "already-paid"            // 409: cancel of a paid order
+	kindUnknownSKU         kind = "unknown-sku"             // 404
+	kindOrderNotFound      kind = "order-not-found"         // 404
+	kindNotFound           kind = "not-found"               // 404: no such route
+	kindMethodNotAllowed   kind = "method-not-allowed"      // 405
+	kindInvalidSignature   kind = "invalid-signature"       // 401: payment webhook
+	kindUnauthorized       kind = "unauthorized"            // 401: admin token
+	kindUnavailable        kind = "unavailable"             // 503 + Retry-After: Temporal, Redis or the database
+	kindStockUnavailable   kind = "stock-unavailable"       // 503 + Retry-After: the reservation failed for a reason other than stock
+	kindNotReady           kind = "not-ready"               // 503: /readyz
+	kindInternal           kind = "internal"                // 500
+	kindUnsupportedPayment kind = "unsupported-payment"     // 400: a payment status other than succeeded
+)
+
+func (k kind) status() int {
+	switch k {
+	case kindInvalidBody, kindBodyTooLarge, kindInvalidField, kindInvalidKey, kindUnsupportedPayment:
+		return http.StatusBadRequest
+	case kindKeyReused:
+		return http.StatusUnprocessableEntity
+	case kindSoldOut, kindOrderPending, kindAlreadyPaid:
+		return http.StatusConflict
+	case kindUnknownSKU, kindOrderNotFound, kindNotFound:
+		return http.StatusNotFound
+	case kindMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case kindInvalidSignature, kindUnauthorized:
+		return http.StatusUnauthorized
+	case kindUnavailable, kindStockUnavailable, kindNotReady:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func (k kind) title() string {
+	switch k {
+	case kindInvalidBody:
+		return "The request body is not valid JSON for this endpoint"
+	case kindBodyTooLarge:
+		return "The request body is larger than 64 KiB"
+	case kindInvalidField:
+		return "A field of the request is not valid"
+	case kindInvalidKey:
+		return "The Idempotency-Key header is missing or not valid"
+	case kindKeyReused:
+		return "The Idempotency-Key was used with another request body"
+	case kindSoldOut:
+		return "Sold out"
+	case kindOrderPending:
+		return "The order is still being decided"
+	case kindAlreadyPaid:
+		return "The order is already paid"
+	case kindUnknownSKU:
+		return "Unknown SKU"
+	case kindOrderNotFound:
+		return "Unknown order"
+	case kindNotFound:
+		return "No such resource"
+	case kindMethodNotAllowed:
+		return "Method not allowed"
+	case kindInvalidSignature:
+		return "The Payment-Signature is missing, malformed, wrong or stale"
+	case kindUnauthorized:
+		return "A valid admin bearer token is required"
+	case kindUnavailable:
+		return "A backing service is unavailable"
+	case kindStockUnavailable:
+		return "The stock could not be reserved right now"
+	case kindNotReady:
+		return "Not ready"
+	case kindUnsupportedPayment:
+		return "Unsupported payment status"
+	}
+	return "Internal error"
+}
+
+// Problem is an RFC 9457 problem details object, with the extension members this API uses.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	// Field names the invalid field (invalid-field); SKU the SKU (sold-out, unknown-sku); OrderID the order.
+	Field   string            `json:"field,omitempty"`
+	SKU     string            `json:"sku,omitempty"`
+	OrderID string            `json:"order_id,omitempty"`
+	Checks  map[string]string `json:"checks,omitempty"`
+}
+
+func newProblem(k kind, detail string) *Problem {
+	return &Problem{Type: ProblemTypeBase + string(k), Title: k.title(), Status: k.status(), Detail: detail}
+}
+
+// retryable reports whether the answer carries Retry-After.
+func (p *Problem) retryable() bool {
+	switch kind(p.Type[len(ProblemTypeBase):]) {
+	case kindOrderPending, kindUnavailable, kindStockUnavailable:
+		return true
+	}
+	return false
+}
+
+// writeProblem answers with p as application/problem+json.
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	if p.retryable() {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
+	writeBody(w, p.Status, "application/problem+json", mustJSON(p))
+}
+
+// writeJSON answers with v as application/json and returns the bytes written.
+func writeJSON(w http.ResponseWriter, status int, v any) []byte {
+	b := mustJSON(v)
+	writeBody(w, status, "application/json", b)
+	return b
+}
+
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// mustJSON encodes values made of strings, numbers, times and slices, which cannot fail to encode.
+func mustJSON(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("api: encode response: " + err.Error())
+	}
+	return buf.Bytes()
+}
+
+// problemsForUnmatched answers the requests no route matches with problem+json (404, or 405 with Allow)
+// instead of the mux's plain text.
+func problemsForUnmatched(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &headerRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		switch rec.status {
+		case http.StatusNotFound:
+			writeProblem(w, newProblem(kindNotFound, "no route for "+r.Method+" "+r.URL.Path))
+		case http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", rec.header.Get("Allow"))
+			writeProblem(w, newProblem(kindMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path))
+		default: // a redirect to the clean path
+			mux.ServeHTTP(w, r)
+		}
+	})
+}
+
+// headerRecorder keeps the status and headers the mux's own 404/405 handler would write.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(status int)      { h.status = status }

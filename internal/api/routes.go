@@ -1,0 +1,16 @@
+package api
+
+import "net/http"
+
+// addRoutes lists the whole API (../shared/API.md).
+func addRoutes(mux *http.ServeMux, s *server) {
+	mux.Handle("POST /v1/orders", s.handlePlaceOrder())
+	mux.Handle("GET /v1/orders/{id}", s.handleGetOrder())
+	mux.Handle("POST /v1/orders/{id}/cancel", s.handleCancelOrder())
+	mux.Handle("POST /v1/payments/webhook", s.handlePaymentWebhook())
+	mux.Handle("GET /v1/inventory/{sku}", s.handleGetInventory())
+	mux.Handle("PUT /v1/inventory/{sku}", s.requireAdmin(s.handlePutInventory()))
+	mux.Handle("GET /healthz", handleHealthz())
+	mux.Handle("GET /readyz", s.handleReadyz())
+	mux.Handle("GET /metrics", s.metrics.handler(s.Registry))
+}

@@ -1,0 +1,127 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// Default waits of the handlers that call Temporal.
+const (
+	DefaultPlaceTimeout  = 40 * time.Second // the reservation's activities give up within ~30 s
+	DefaultUpdateTimeout = 30 * time.Second // pay and cancel (a cancel waits for its compensation)
+	retryAfterSeconds    = 2
+)
+
+// Deps is what the order API needs.
+type Deps struct {
+	Logger   *slog.Logger
+	Temporal client.Client
+	Store    *activities.Store
+	Redis    *activities.RedisStock
+	// Registry receives the API's metrics and is what /metrics serves (the starter registers the Temporal
+	// SDK's metrics on it too). Nil means a registry of the server's own.
+	Registry *prometheus.Registry
+	// Currency is the ISO 4217 code of every price and payment (CURRENCY).
+	Currency string
+	// PaymentTimeout is how long a new order waits for payment (ORDER_PAYMENT_TIMEOUT; 0 = the workflow's default).
+	PaymentTimeout time.Duration
+	// WebhookSecrets verify Payment-Signature (PAYMENT_WEBHOOK_SECRET); AdminToken guards the inventory
+	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
+	WebhookSecrets []string
+	AdminToken     string
+	// PlaceTimeout and UpdateTimeout bound the waits on Temporal (0 = the defaults above).
+	PlaceTimeout  time.Duration
+	UpdateTimeout time.Duration
+	// Now is the clock of the signature tolerance (nil = time.Now).
+	Now func() time.Time
+}
+
+// server is the dependencies the handlers share.
+type server struct {
+	Deps
+	metrics *Metrics
+	// known caches SKUs seen in the inventory table: SKUs are never deleted, so a positive answer stays true.
+	known sync.Map
+	// placing shares one Update-with-Start among the concurrent requests for one order ID.
+	placing singleflight.Group
+}
+
+// NewServer returns the order API's handler with every route of routes.go.
+func NewServer(d Deps) http.Handler {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	if d.PlaceTimeout <= 0 {
+		d.PlaceTimeout = DefaultPlaceTimeout
+	}
+	if d.UpdateTimeout <= 0 {
+		d.UpdateTimeout = DefaultUpdateTimeout
+	}
+	if d.PaymentTimeout <= 0 {
+		d.PaymentTimeout = workflows.DefaultPaymentTimeout
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	s := &server{Deps: d, metrics: NewMetrics(d.Registry)}
+	mux := http.NewServeMux()
+	addRoutes(mux, s)
+	return s.metrics.instrument(problemsForUnmatched(mux))
+}
+
+// HTTP server timeouts: a reservation or a cancel may take tens of seconds, so writes get more than
+// DefaultPlaceTimeout; headers and bodies (64 KiB at most) must come quickly.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = DefaultPlaceTimeout + 30*time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// Serve serves h on ln until ctx is done, then shuts down gracefully: it stops accepting connections and
+// lets the requests in flight finish, for at most drain.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, drain time.Duration) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining requests in flight", "drain", drain)
+	// A fresh context: the one that asked for the shutdown is already done.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	logger.Info("shut down")
+	return nil
+}

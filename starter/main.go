@@ -1,0 +1,113 @@
+// Command starter runs the order API (../shared/API.md): it places orders (starting OrderWorkflow), takes the
+// payment webhook, serves inventory admin, health, readiness and metrics, and at boot registers the search
+// attributes and ensures the reconciliation Schedule. Configuration comes from the environment (docs/api.md).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/platform"
+)
+
+// drainTimeout bounds the graceful shutdown: requests in flight get this long to finish. It covers the
+// longest wait of a handler (a reservation).
+const drainTimeout = api.DefaultPlaceTimeout + 5*time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "starter:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.RequireStores(); err != nil {
+		return err
+	}
+	if err := cfg.RequireAPISecrets(); err != nil {
+		return err
+	}
+	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sdkMetrics, closeMetrics := api.NewTemporalMetricsHandler(reg)
+	defer closeMetrics.Close()
+
+	redisStock, store, closeStores, err := platform.OpenStores(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStores()
+	c, err := dialTemporal(ctx, cfg, logger, sdkMetrics)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := platform.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
+		return err
+	}
+	if err := ensureReconcileSchedule(ctx, c, cfg, logger); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on HTTP_ADDR=%s: %w", cfg.HTTPAddr, err)
+	}
+	logger.Info("order API listening", "addr", ln.Addr().String(), "namespace", cfg.TemporalNamespace,
+		"temporal", cfg.TemporalAddress, "db", store.Dialect(), "payment_timeout", cfg.PaymentTimeout.String())
+	handler := api.NewServer(api.Deps{
+		Logger:         logger,
+		Temporal:       c,
+		Store:          store,
+		Redis:          redisStock,
+		Registry:       reg,
+		Currency:       cfg.Currency,
+		PaymentTimeout: cfg.PaymentTimeout,
+		WebhookSecrets: cfg.PaymentWebhookSecrets,
+		AdminToken:     cfg.AdminToken,
+	})
+	return api.Serve(ctx, ln, handler, logger, drainTimeout)
+}
+
+// dialTemporal connects the Temporal client with its logger bridged to slog and its metrics on /metrics.
+func dialTemporal(ctx context.Context, cfg config.Config, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		MetricsHandler: metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal at TEMPORAL_ADDRESS=%s: %w", cfg.TemporalAddress, err)
+	}
+	return c, nil
+}
+
+// ensureReconcileSchedule is where the starter makes sure the reconciliation Schedule exists at boot
+// (idempotently: every starter runs it). Issue 4 provides the Schedule; until then there is nothing to ensure.
+func ensureReconcileSchedule(_ context.Context, _ client.Client, _ config.Config, _ *slog.Logger) error {
+	return nil
+}
