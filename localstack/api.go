@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+)
+
+// startAPI serves the order API on --http-addr: the same handler and graceful shutdown as the starter.
+func (s *stack) startAPI(ctx context.Context, rs *activities.RedisStock) error {
+	cfg := s.opts.cfg
+	ln, err := listen(cfg.HTTPAddr, flagHTTPAddr)
+	if err != nil {
+		return err
+	}
+	logger := s.log.With("component", "api")
+	h := api.NewServer(api.Deps{
+		Logger:         logger,
+		Temporal:       s.client,
+		Store:          s.store,
+		Redis:          rs,
+		Registry:       s.registry,
+		Currency:       cfg.Currency,
+		PaymentTimeout: cfg.PaymentTimeout,
+		WebhookSecrets: cfg.PaymentWebhookSecrets,
+		AdminToken:     cfg.AdminToken,
+	})
+	// Serve stops when its context is done; stop cancels it, after which Serve drains what is in flight.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- api.Serve(sctx, ln, h, logger, apiDrain) }()
+	s.apiURL = "http://" + ln.Addr().String()
+	s.onStop("order api", func() error {
+		cancel()
+		return <-done
+	})
+	return nil
+}
+
+// ensureSchedule creates the reconciliation Schedule, or updates its interval (RECONCILE_INTERVAL) when a
+// previous run created it: the same call as the starter's at boot.
+func (s *stack) ensureSchedule(ctx context.Context) error {
+	return reconcile.EnsureScheduleWith(ctx, s.client, s.opts.rcfg.Interval, s.opts.rcfg.Input())
+}

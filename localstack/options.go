@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+)
+
+// Development credentials of the local stack, printed at start. Outside it a missing secret or token is a
+// start-up error (API.md): these never leave this command.
+const (
+	devWebhookSecret = "dev-webhook-secret"
+	devAdminToken    = "dev-admin-token"
+)
+
+// localIP is where every listener of the stack binds but the API (--http-addr): nothing is exposed.
+const localIP = "127.0.0.1"
+
+// Flag names, used in the messages that tell the user which flag to change.
+const (
+	flagHTTPAddr     = "http-addr"
+	flagTemporalPort = "temporal-port"
+	flagUIPort       = "ui-port"
+	flagRedisPort    = "redis-port"
+)
+
+// options is the command line and the environment, validated.
+type options struct {
+	dataDir      string // absolute; empty with --ephemeral
+	ephemeral    bool
+	temporalPort int
+	uiPort       int
+	redisPort    int
+	demo         bool
+	// externalTemporal and externalRedis are set when TEMPORAL_ADDRESS / REDIS_ADDR point at real servers.
+	externalTemporal bool
+	externalRedis    bool
+	// cfg is what the worker and the API read, with the local stack's defaults filled in; rcfg is the
+	// reconciliation's settings.
+	cfg  config.Config
+	rcfg reconcile.Config
+}
+
+func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("localstack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: go run ./localstack [flags]
+
+Runs ordersaga on this machine in one process: Temporal server and UI, Redis, the database, the worker, the
+order API and the reconciliation Schedule. Environment variables (README, "Configuration") choose real Redis
+(REDIS_ADDR), MySQL (MYSQL_DSN) or Temporal (TEMPORAL_ADDRESS) instead of the embedded ones.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	defaultHTTP := strings.TrimSpace(getenv("HTTP_ADDR"))
+	if defaultHTTP == "" {
+		defaultHTTP = "127.0.0.1:8080"
+	}
+	httpAddr := fs.String(flagHTTPAddr, defaultHTTP, "`host:port` of the order API (HTTP_ADDR sets the default)")
+	fs.StringVar(&o.dataDir, "data-dir", ".localstack", "`directory` of the Temporal and order databases and the embedded Redis snapshot")
+	fs.BoolVar(&o.ephemeral, "ephemeral", false, "keep everything in memory: nothing is written, nothing survives a restart")
+	fs.IntVar(&o.temporalPort, flagTemporalPort, 7233, "`port` of the in-process Temporal server's frontend (gRPC)")
+	fs.IntVar(&o.uiPort, flagUIPort, 8233, "`port` of the Temporal UI")
+	fs.IntVar(&o.redisPort, flagRedisPort, 6380, "`port` of the embedded Redis (unused with REDIS_ADDR)")
+	fs.BoolVar(&o.demo, "demo", true, "create the demo SKUs when the inventory is empty")
+	if err := fs.Parse(args[1:]); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+	}
+	for name, port := range map[string]int{flagTemporalPort: o.temporalPort, flagUIPort: o.uiPort, flagRedisPort: o.redisPort} {
+		if port < 1 || port > 65535 {
+			return o, fmt.Errorf("--%s=%d: want a port between 1 and 65535", name, port)
+		}
+	}
+	if o.ephemeral {
+		o.dataDir = ""
+	} else {
+		abs, err := filepath.Abs(o.dataDir)
+		if err != nil {
+			return o, fmt.Errorf("--data-dir: %w", err)
+		}
+		o.dataDir = abs
+	}
+	o.externalTemporal = strings.TrimSpace(getenv("TEMPORAL_ADDRESS")) != ""
+	o.externalRedis = strings.TrimSpace(getenv("REDIS_ADDR")) != ""
+
+	// The local stack's defaults, under whatever the environment sets.
+	defaults := map[string]string{
+		"HTTP_ADDR":              *httpAddr,
+		"LOG_FORMAT":             "text",
+		"PAYMENT_WEBHOOK_SECRET": devWebhookSecret,
+		"ADMIN_TOKEN":            devAdminToken,
+		"TEMPORAL_ADDRESS":       fmt.Sprintf("%s:%d", localIP, o.temporalPort),
+		"REDIS_ADDR":             fmt.Sprintf("%s:%d", localIP, o.redisPort),
+	}
+	if o.dataDir != "" {
+		defaults["SQLITE_PATH"] = filepath.Join(o.dataDir, "ordersaga.db")
+	}
+	env := func(name string) string {
+		if name == "HTTP_ADDR" {
+			return *httpAddr // the flag wins; its default came from HTTP_ADDR
+		}
+		if v := getenv(name); strings.TrimSpace(v) != "" {
+			return v
+		}
+		return defaults[name]
+	}
+	cfg, err := config.FromEnv(env)
+	rcfg, rerr := reconcile.ConfigFromEnv(env)
+	if err := errors.Join(err, rerr); err != nil {
+		return o, err
+	}
+	o.cfg, o.rcfg = cfg, rcfg
+	return o, nil
+}
+
+// apiDrain bounds the API's graceful shutdown: a reservation in flight may take api.DefaultPlaceTimeout.
+const apiDrain = api.DefaultPlaceTimeout + 5*time.Second

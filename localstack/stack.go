@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/devserver"
+	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// stack is the running local stack: what start brought up, and how to stop it.
+type stack struct {
+	opts   options
+	log    *slog.Logger
+	logOut io.Writer
+
+	ui       *devserver.UI // nil with TEMPORAL_ADDRESS
+	rdb      *redis.Client
+	store    *activities.Store
+	client   client.Client
+	registry *prometheus.Registry
+	apiURL   string
+	sqlite   string         // the order database file, "" on MySQL
+	demo     []demoSKU      // the SKUs this start created
+	skus     []inventoryRow // the inventory once started, for the banner
+
+	closers []closer // in start order; stop runs them backwards
+}
+
+type closer struct {
+	name string
+	fn   func() error
+}
+
+func (s *stack) onStop(name string, fn func() error) { s.closers = append(s.closers, closer{name, fn}) }
+
+// stop stops everything in the reverse order of start: the API first (no new orders), the worker before
+// Redis is snapshotted, Temporal before the databases close.
+func (s *stack) stop() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		c := s.closers[i]
+		if err := c.fn(); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", c.name, err))
+		}
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// start brings the stack up; on failure it stops what it started.
+func start(ctx context.Context, opts options, logOut io.Writer) (_ *stack, err error) {
+	cfg := opts.cfg
+	s := &stack{opts: opts, logOut: logOut, log: platform.NewLogger(logOut, cfg.LogFormat, cfg.LogLevel)}
+	defer func() {
+		if err != nil {
+			_ = s.stop()
+		}
+	}()
+	if err := s.checkPorts(); err != nil {
+		return nil, err
+	}
+	if opts.dataDir != "" {
+		if err := prepareDataDir(opts.dataDir); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := s.startRedis(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startTemporal(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startWorker(ctx); err != nil {
+		return nil, err
+	}
+	rs := activities.NewRedisStock(s.rdb, cfg.RedisKeyPrefix, 0)
+	if s.demo, err = prepareInventory(ctx, s.store, rs, opts.demo); err != nil {
+		return nil, err
+	}
+	if s.skus, err = listInventory(ctx, s.store); err != nil {
+		return nil, err
+	}
+	if err := s.ensureSchedule(ctx); err != nil {
+		return nil, err
+	}
+	if !opts.externalTemporal {
+		ui, err := devserver.StartUI(ctx, devserver.UIOptions{
+			IP: localIP, Port: opts.uiPort, PortFlag: flagUIPort,
+			TemporalAddress: cfg.TemporalAddress, DefaultNamespace: cfg.TemporalNamespace,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.ui = ui
+		s.onStop("temporal ui", func() error { ui.Stop(); return nil })
+	}
+	if err := s.startAPI(ctx, rs); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkPorts finds every taken port before anything starts, so the user fixes them all at once.
+func (s *stack) checkPorts() error {
+	o := s.opts
+	type portCheck struct{ addr, flag string }
+	checks := []portCheck{{o.cfg.HTTPAddr, flagHTTPAddr}}
+	if !o.externalTemporal {
+		checks = append(checks,
+			portCheck{devserver.HostPort(localIP, o.temporalPort), flagTemporalPort},
+			portCheck{devserver.HostPort(localIP, o.uiPort), flagUIPort})
+	}
+	if !o.externalRedis {
+		checks = append(checks, portCheck{devserver.HostPort(localIP, o.redisPort), flagRedisPort})
+	}
+	var errs []error
+	seen := map[string]string{}
+	for _, c := range checks {
+		if other, dup := seen[c.addr]; dup {
+			errs = append(errs, fmt.Errorf("--%s and --%s both want %s", other, c.flag, c.addr))
+			continue
+		}
+		seen[c.addr] = c.flag
+		if err := devserver.CheckPort(c.addr, c.flag); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// prepareDataDir creates the data directory with a .gitignore of its own, so the default one inside a
+// checkout never shows up in git status.
+func prepareDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	ignore := filepath.Join(dir, ".gitignore")
+	if _, err := os.Stat(ignore); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(ignore, []byte("# the local stack's data (go run ./localstack)\n*\n"), 0o644); err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *stack) startRedis(ctx context.Context) error {
+	if !s.opts.externalRedis {
+		if err := s.startEmbeddedRedis(); err != nil {
+			return err
+		}
+	}
+	rdb, err := platform.OpenRedis(ctx, s.opts.cfg.RedisAddr)
+	if err != nil {
+		return err
+	}
+	s.rdb = rdb
+	s.onStop("redis client", rdb.Close)
+	return nil
+}
+
+func (s *stack) startEmbeddedRedis() error {
+	snapshot := ""
+	if s.opts.dataDir != "" {
+		snapshot = filepath.Join(s.opts.dataDir, "redis-snapshot.json")
+	}
+	r, restored, err := startEmbeddedRedis(s.opts.cfg.RedisAddr, snapshot, s.log)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return &devserver.PortInUseError{Addr: s.opts.cfg.RedisAddr, Flag: flagRedisPort, Err: err}
+		}
+		return err
+	}
+	s.onStop("embedded redis", r.Close)
+	if restored {
+		s.log.Info("embedded redis: restored the snapshot of the last clean stop")
+	}
+	return nil
+}
+
+func (s *stack) openStore(ctx context.Context) error {
+	cfg := s.opts.cfg
+	sqlitePath := cfg.SQLitePath
+	if cfg.MySQLDSN == "" && sqlitePath == "" { // --ephemeral
+		dir, err := os.MkdirTemp("", "ordersaga-localstack-")
+		if err != nil {
+			return fmt.Errorf("ephemeral database: %w", err)
+		}
+		s.onStop("ephemeral database directory", func() error { return os.RemoveAll(dir) })
+		sqlitePath = filepath.Join(dir, "ordersaga.db")
+	}
+	store, err := activities.OpenDB(ctx, cfg.MySQLDSN, sqlitePath)
+	if err != nil {
+		return err
+	}
+	s.store = store
+	if cfg.MySQLDSN == "" {
+		s.sqlite = sqlitePath
+	}
+	s.onStop("database", store.Close)
+	return nil
+}
+
+// serverLogger is the Temporal server's logger: it says a lot at info, so it logs at warn unless LOG_LEVEL
+// is debug.
+func (s *stack) serverLogger(logOut io.Writer) *slog.Logger {
+	level := s.opts.cfg.LogLevel
+	switch level {
+	case "debug":
+		level = "info"
+	case "info":
+		level = "warn"
+	}
+	return platform.NewLogger(logOut, s.opts.cfg.LogFormat, level).With("component", "temporal-server")
+}
+
+func (s *stack) startTemporal(ctx context.Context) error {
+	if s.opts.externalTemporal {
+		return nil
+	}
+	dbFile := ""
+	if s.opts.dataDir != "" {
+		dbFile = filepath.Join(s.opts.dataDir, "temporal.db")
+	}
+	t, err := devserver.StartTemporal(ctx, devserver.TemporalOptions{
+		IP: localIP, FrontendPort: s.opts.temporalPort, DBFile: dbFile,
+		Namespace: s.opts.cfg.TemporalNamespace, SearchAttributes: workflows.SearchAttributes(),
+		Logger: s.serverLogger(s.logOut),
+	})
+	if err != nil {
+		return err
+	}
+	s.onStop("temporal server", t.Stop)
+	return nil
+}
+
+func (s *stack) startWorker(ctx context.Context) error {
+	cfg := s.opts.cfg
+	// One registry for the whole process: the API's metrics and the Temporal SDK's (client and worker), all
+	// on the API's /metrics, as in the starter.
+	s.registry = prometheus.NewRegistry()
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sdkMetrics, closeMetrics := api.NewTemporalMetricsHandler(s.registry)
+	s.onStop("sdk metrics", closeMetrics.Close)
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         tlog.NewStructuredLogger(s.log.With("component", "temporal")),
+		MetricsHandler: sdkMetrics,
+	})
+	if err != nil {
+		return fmt.Errorf("dial temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	s.client = c
+	s.onStop("temporal client", func() error { c.Close(); return nil })
+	// The in-process server has them from its first start; this adds any added since, and covers
+	// TEMPORAL_ADDRESS.
+	if err := platform.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
+		return err
+	}
+	acts := &activities.Activities{Redis: activities.NewRedisStock(s.rdb, cfg.RedisKeyPrefix, 0), Store: s.store}
+	if err := reconcile.Configure(acts, c, s.registry, s.opts.rcfg); err != nil {
+		return err
+	}
+	w := worker.New(c, workflows.TaskQueue, platform.WorkerOptions(cfg))
+	workflows.Register(w, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	s.onStop("worker", func() error { w.Stop(); return nil })
+	return nil
+}
+
+// listen opens the API's listener; a taken port names the flag.
+func listen(addr, flag string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, &devserver.PortInUseError{Addr: addr, Flag: flag, Err: err}
+		}
+		return nil, fmt.Errorf("--%s=%s: %w", flag, addr, err)
+	}
+	return ln, nil
+}
