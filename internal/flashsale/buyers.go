@@ -97,20 +97,54 @@ func (r *Runner) buyer(ctx context.Context, seq int64) {
 		wg.Wait()
 		return
 	}
-	a, ok := r.place(ctx, p, false)
-	// A request that failed may still have created the order: ask again with the same key, as a real
-	// client would, so that every order the API created is known and followed.
-	for attempt := 1; !ok && attempt <= 3 && a.Status != http.StatusConflict && a.Status/100 != 4 && ctx.Err() == nil; attempt++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
-		}
-		a, ok = r.place(ctx, p, true)
+	if a, ok := r.place(ctx, p, false); !ok && unknownOutcome(a) && ctx.Err() == nil {
+		// The order may exist without the run knowing: ask again after the firing, as a client comes back.
+		r.mu.Lock()
+		r.unresolved = append(r.unresolved, p)
+		r.mu.Unlock()
 	}
 	if p.duplicate {
 		r.resend(ctx, p)
 	}
+}
+
+// unknownOutcome reports whether an answer leaves open whether the order was created: no answer, or a 5xx.
+func unknownOutcome(a Answer) bool { return a.Status == 0 || a.Status >= 500 }
+
+// resolve asks again, with the same key, for every buyer whose request got no usable answer, so that every
+// order the API created is known and followed; a few attempts each, a second apart. It returns how many
+// stay unknown.
+func (r *Runner) resolve(ctx context.Context) int {
+	r.mu.Lock()
+	todo := r.unresolved
+	r.unresolved = nil
+	r.mu.Unlock()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		left int
+	)
+	sem := make(chan struct{}, 32)
+	for _, p := range todo {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			for attempt := 0; attempt < 3; attempt++ {
+				if attempt > 0 && !sleepCtx(ctx, time.Second) {
+					break
+				}
+				a, ok := r.place(ctx, p, true)
+				if ok || !unknownOutcome(a) && !(a.Status == http.StatusConflict && !a.Problem.SoldOut()) {
+					return
+				}
+			}
+			mu.Lock()
+			left++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return left
 }
 
 // resend sends the same request again; a 409 with Retry-After (the first is still deciding) is retried.

@@ -30,6 +30,7 @@ type progressView struct {
 	skipped, inflight                int64
 	open, placed                     int
 	rate                             float64
+	waiting                          string
 }
 
 func (v progressView) line() string {
@@ -39,6 +40,9 @@ func (v progressView) line() string {
 	}
 	if v.phase != "firing" {
 		s += fmt.Sprintf("  | %s: %d of %d orders open", v.phase, v.open, v.placed)
+		if v.waiting != "" {
+			s += " (" + v.waiting + ")"
+		}
 	}
 	return s
 }
@@ -120,7 +124,7 @@ func (r *Runner) report(ctx context.Context, p *progress) {
 		}
 		lastT, lastN = now, v.requests
 		r.mu.Lock()
-		v.phase = r.phase
+		v.phase, v.waiting = r.phase, r.waiting
 		r.mu.Unlock()
 		if !r.fireStart.IsZero() && v.phase == "firing" {
 			v.elapsed = now.Sub(r.fireStart)

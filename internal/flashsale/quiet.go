@@ -45,6 +45,12 @@ func (r *Runner) waitQuiet(ctx context.Context) bool {
 		if inv != lastInv {
 			lastInv, sameSince = inv, now
 		}
+		r.mu.Lock()
+		r.waiting = fmt.Sprintf("open orders %d, held units %d, follow-ups %d", open, holds, r.actionsLeft.Load())
+		if r.db != nil {
+			r.waiting += fmt.Sprintf(", open in the database %d", dbOpen)
+		}
+		r.mu.Unlock()
 		if open == 0 && holds == 0 && r.actionsLeft.Load() == 0 && dbOpen == 0 && dbOpenErr == nil && now.Sub(sameSince) >= settle {
 			return true
 		}

@@ -44,14 +44,19 @@ type Runner struct {
 	follow     context.Context
 	stopFollow context.CancelFunc
 
-	mu       sync.Mutex
-	orders   map[string]*OrderSnapshot // by order ID, every order answered 201
-	order    []string                  // order IDs in the order they were accepted
-	byKey    map[string][]string       // Idempotency-Key -> order IDs answered 201
-	payments map[string]*PaymentSnapshot
-	lastPay  time.Time // latest pay_by of an accepted order
-	samples  map[string][]StockPoint
-	phase    string
+	mu     sync.Mutex
+	orders map[string]*OrderSnapshot // by order ID, every order answered 201
+	order  []string                  // order IDs in the order they were accepted
+	byKey  map[string][]string       // Idempotency-Key -> order IDs answered 201
+	// unresolved are the buyers whose request got no usable answer; unknown counts those still unknown
+	// after the resolution.
+	unresolved []plan
+	unknown    int
+	payments   map[string]*PaymentSnapshot
+	lastPay    time.Time // latest pay_by of an accepted order
+	samples    map[string][]StockPoint
+	phase      string
+	waiting    string // what the wait for quiet still waits for
 }
 
 // StockPoint is one sample of a SKU's inventory.
@@ -126,6 +131,11 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	defer r.stopFollow()
 	r.setPhase("firing")
 	r.fire(ctx)
+	r.setPhase("asking again where the answer was lost")
+	unknown := r.resolve(ctx)
+	r.mu.Lock()
+	r.unknown = unknown
+	r.mu.Unlock()
 	r.setPhase("waiting for quiet")
 	quiet := r.waitQuiet(ctx)
 	stopBG()
@@ -152,6 +162,9 @@ func (r *Runner) setPhase(p string) {
 // snapshot gathers the final view: inventory, every order's status, every payment answer, and the database.
 func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
 	s := Snapshot{TakenAt: r.opts.Now(), Quiet: quiet, Grace: r.cfg.Grace}
+	r.mu.Lock()
+	s.UnknownOutcomes = r.unknown
+	r.mu.Unlock()
 	for _, sku := range r.skus {
 		ss := SKUSnapshot{SKU: sku, Initial: r.cfg.Stock}
 		if inv, err := r.c.GetInventory(ctx, sku); err == nil {

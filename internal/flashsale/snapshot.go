@@ -14,11 +14,14 @@ type Snapshot struct {
 	// Quiet is true when every order the run placed was final and no SKU had holds left.
 	Quiet bool `json:"quiet"`
 	// Grace is how long past its payment deadline an order may still be open (I5).
-	Grace    time.Duration     `json:"grace"`
-	SKUs     []SKUSnapshot     `json:"skus"`
-	Orders   []OrderSnapshot   `json:"orders"`
-	Payments []PaymentSnapshot `json:"payments"`
-	DB       *DBSnapshot       `json:"db,omitempty"`
+	Grace time.Duration `json:"grace"`
+	// UnknownOutcomes counts buyers whose request never got a usable answer, even when asked again: an
+	// order may exist that the API view does not know (the database view sees it).
+	UnknownOutcomes int               `json:"unknown_outcomes"`
+	SKUs            []SKUSnapshot     `json:"skus"`
+	Orders          []OrderSnapshot   `json:"orders"`
+	Payments        []PaymentSnapshot `json:"payments"`
+	DB              *DBSnapshot       `json:"db,omitempty"`
 }
 
 // SKUSnapshot is one SKU: the stock the run set, and the inventory as GET /v1/inventory showed it at the end.

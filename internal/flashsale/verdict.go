@@ -154,6 +154,10 @@ func Check(s Snapshot) Verdict {
 		j.v.Findings = append(j.v.Findings, Finding{Check: "quiet", Source: SourceAPI, N: int64(open),
 			Detail: fmt.Sprintf("not quiet when the wait ended: %d placed orders still open or holds left; the verdict is not final", open)})
 	}
+	if s.UnknownOutcomes > 0 {
+		j.v.Findings = append(j.v.Findings, Finding{Check: "unknown_outcomes", Source: SourceAPI, N: int64(s.UnknownOutcomes),
+			Detail: fmt.Sprintf("%d requests never got a usable answer: orders the API view does not know may exist (the database view sees them)", s.UnknownOutcomes)})
+	}
 	sortFindings(j.v.Findings)
 	return j.v
 }
