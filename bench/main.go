@@ -100,6 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		name string
 		fn   func() ([]pair, error)
 	}{
+		{"http", func() ([]pair, error) { return benchHTTP(ctx, o) }},
 		{"redis", func() ([]pair, error) { return benchRedis(ctx, o) }},
 		{"db", func() ([]pair, error) { return benchDB(ctx, o) }},
 		{"temporal", func() ([]pair, error) { return benchTemporal(ctx, o, details) }},

@@ -32,10 +32,12 @@ func (r result) Rate() float64 {
 // op is one operation; worker and seq make every call distinct (order IDs, keys).
 type op func(ctx context.Context, worker int, seq int64) error
 
+// globalSeq numbers every operation of the process, so that keys and order IDs never repeat across rounds.
+var globalSeq atomic.Int64
+
 // measure runs op from conc goroutines in a closed loop: warmup first (not counted), then for dur.
 func measure(ctx context.Context, name string, conc int, warmup, dur time.Duration, fn op) result {
 	var (
-		seq      atomic.Int64
 		counting atomic.Bool
 		ops      atomic.Int64
 		errs     atomic.Int64
@@ -51,7 +53,7 @@ func measure(ctx context.Context, name string, conc int, warmup, dur time.Durati
 		wg.Go(func() {
 			local := make([]time.Duration, 0, 4096)
 			for ctx.Err() == nil && time.Now().Before(stopAt) {
-				s := seq.Add(1)
+				s := globalSeq.Add(1)
 				t := time.Now()
 				err := fn(ctx, w, s)
 				d := time.Since(t)

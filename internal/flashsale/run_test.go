@@ -1,0 +1,89 @@
+package flashsale_test
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/flashsale"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
+)
+
+const (
+	testAdmin  = "flashsale-admin"
+	testSecret = "flashsale-hook-secret"
+)
+
+// TestShortFlashSaleKeepsEveryInvariant runs the tool for a few seconds against the order API on httptest,
+// over the in-process Temporal server, the worker and the test's stores, with orders that expire in 3 s:
+// every kind of follow-up happens, and the verdict from the API and the database must be all zeros.
+func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a flash sale for ~15 s")
+	}
+	env := sagatest.Start(t)
+	srv := httptest.NewServer(api.NewServer(api.Deps{
+		Temporal: env.Client, Store: env.Store, Redis: env.Redis, Currency: "CNY",
+		PaymentTimeout: 3 * time.Second, WebhookSecrets: []string{testSecret}, AdminToken: testAdmin,
+	}))
+	t.Cleanup(srv.Close)
+	sqlDB, err := env.Store.DB().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := flashsale.DefaultConfig()
+	cfg.Target, cfg.AdminToken, cfg.WebhookSecret = srv.URL, testAdmin, testSecret
+	cfg.Duration, cfg.Concurrency, cfg.Buyers = 5*time.Second, 16, 200
+	cfg.SKUs, cfg.Stock, cfg.Qty = 2, 3, 1
+	cfg.PayRatio, cfg.CancelRatio, cfg.LatePayRatio, cfg.DuplicateRatio = 0.4, 0.2, 0.2, 0.2
+	cfg.QuietTimeout, cfg.Grace, cfg.SampleEvery = 30*time.Second, 10*time.Second, 200*time.Millisecond
+	cfg.Out = filepath.Join(t.TempDir(), "report")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	cfg.ProgressEvery = time.Second
+	rep, err := flashsale.Run(ctx, cfg, flashsale.Options{Progress: &progress, DB: sqlDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum bytes.Buffer
+	rep.WriteSummary(&sum)
+	t.Logf("db=%s\n%s", env.Store.Dialect(), sum.String())
+	if !rep.Verdict.OK() {
+		t.Fatalf("verdict not OK: %+v", rep.Verdict.Counts)
+	}
+	if len(rep.Verdict.Sources) != 2 {
+		t.Errorf("verdict sources %v, want api and db", rep.Verdict.Sources)
+	}
+	// The run exercised what it claims to: sales, sell-outs, and every follow-up.
+	for _, k := range []string{"accepted", "sold_out", "pay", "cancel", "late_pay", "duplicate"} {
+		if rep.Counts[k] == 0 {
+			t.Errorf("no %s requests in the run: %v", k, rep.Counts)
+		}
+	}
+	if rep.Counts["error"] != 0 {
+		t.Errorf("%d errors: %v %v", rep.Counts["error"], rep.Errors, rep.ErrorSamples)
+	}
+	if rep.Payments["late"]["refunded"] == 0 || rep.Orders[flashsale.ActionExpire]["EXPIRED"] == 0 {
+		t.Errorf("late payments %v, expiring orders %v", rep.Payments["late"], rep.Orders[flashsale.ActionExpire])
+	}
+	if !strings.Contains(progress.String(), "accepted") {
+		t.Errorf("no progress lines:\n%s", progress.String())
+	}
+	if _, _, err := rep.WriteFiles(cfg.Out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Out, "report.html")); err != nil {
+		t.Error(err)
+	}
+}
