@@ -39,33 +39,29 @@ const (
 	holdConfirm = "confirm"
 )
 
-// stockSnapshot is a SKU's counter and holds read together (one MULTI), the "before" of a compare-and-set.
+// stockSnapshot is a SKU's counter, holds and version read together (one MULTI), the "before" of a
+// compare-and-set.
 type stockSnapshot struct {
-	avail  int64
-	loaded bool
-	holds  map[string]int64
+	avail   int64
+	loaded  bool
+	holds   map[string]int64
+	version string // "" when no script has changed the SKU yet
 }
 
-func (s stockSnapshot) held() (count int, units int64) {
-	for _, q := range s.holds {
-		units += q
-	}
-	return len(s.holds), units
-}
-
-// snapshot reads the counter and the holds of a SKU atomically.
+// snapshot reads the counter, the holds and the version of a SKU atomically.
 func (r *RedisStock) snapshot(ctx context.Context, sku string) (stockSnapshot, error) {
-	var get *redis.StringCmd
+	var get, ver *redis.StringCmd
 	var all *redis.MapStringStringCmd
 	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, r.AvailKey(sku))
 		all = p.HGetAll(ctx, r.HoldsKey(sku))
+		ver = p.Get(ctx, r.VersionKey(sku))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return stockSnapshot{}, fmt.Errorf("snapshot %s: %w", sku, err)
 	}
-	snap := stockSnapshot{holds: map[string]int64{}}
+	snap := stockSnapshot{holds: map[string]int64{}, version: ver.Val()}
 	switch v, gerr := get.Int64(); {
 	case gerr == nil:
 		snap.avail, snap.loaded = v, true
@@ -75,8 +71,7 @@ func (r *RedisStock) snapshot(ctx context.Context, sku string) (stockSnapshot, e
 	for order, q := range all.Val() {
 		n, perr := strconv.ParseInt(q, 10, 64)
 		if perr != nil {
-			// A hold that is not a number is corrupt: count it as 0 units so it shows up as a stray hold.
-			n = 0
+			n = 0 // not a number: corrupt, and fixHolds drops it as a stray hold
 		}
 		snap.holds[order] = n
 	}
@@ -94,8 +89,8 @@ type availRepair struct {
 // restore stands while their marker may still be 'C' (release still to come).
 func (r *RedisStock) repairAvail(ctx context.Context, sku, mode string, dbStock int64, snap stockSnapshot,
 	deducted, pending []string) (availRepair, error) {
-	keys := make([]string, 0, 2+len(pending))
-	keys = append(keys, r.AvailKey(sku), r.HoldsKey(sku))
+	keys := make([]string, 0, 3+len(pending))
+	keys = append(keys, r.AvailKey(sku), r.HoldsKey(sku), r.VersionKey(sku))
 	for _, o := range pending {
 		keys = append(keys, r.MarkerKey(sku, o))
 	}
@@ -103,9 +98,8 @@ func (r *RedisStock) repairAvail(ctx context.Context, sku, mode string, dbStock 
 	if snap.loaded {
 		observed = strconv.FormatInt(snap.avail, 10)
 	}
-	count, units := snap.held()
-	args := make([]any, 0, 6+len(deducted))
-	args = append(args, mode, dbStock, observed, count, units, len(deducted))
+	args := make([]any, 0, 5+len(deducted))
+	args = append(args, mode, dbStock, observed, snap.version, len(deducted))
 	for _, o := range deducted {
 		args = append(args, o)
 	}
@@ -183,30 +177,6 @@ func (r *RedisStock) markers(ctx context.Context, sku string) (map[string]marker
 				age = r.markerTTL - ttl
 			}
 			out[order] = markerInfo{value: v, age: age}
-		}
-	}
-	return out, nil
-}
-
-// markerAges returns the age of the given orders' markers of a SKU (absent markers are left out).
-func (r *RedisStock) markerAges(ctx context.Context, sku string, orders []string) (map[string]time.Duration, error) {
-	out := make(map[string]time.Duration, len(orders))
-	if len(orders) == 0 {
-		return out, nil
-	}
-	ttls := make([]*redis.DurationCmd, len(orders))
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, o := range orders {
-			ttls[i] = p.PTTL(ctx, r.MarkerKey(sku, o))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("marker ages %s: %w", sku, err)
-	}
-	for i, o := range orders {
-		if ttl := ttls[i].Val(); ttl > 0 {
-			out[o] = max(0, r.markerTTL-ttl)
 		}
 	}
 	return out, nil

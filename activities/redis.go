@@ -92,8 +92,12 @@ func (r *RedisStock) MarkerKey(sku, orderID string) string {
 	return r.prefix + "inv:{" + sku + "}:o:{" + orderID + "}"
 }
 
+// VersionKey counts the changes every script makes to a SKU's counter, holds and markers, so that
+// reconciliation's compare-and-set can tell "unchanged" from "changed and changed back" (repair_avail.lua).
+func (r *RedisStock) VersionKey(sku string) string { return r.prefix + "inv:{" + sku + "}:ver" }
+
 func (r *RedisStock) keys(sku, orderID string) []string {
-	return []string{r.AvailKey(sku), r.HoldsKey(sku), r.MarkerKey(sku, orderID)}
+	return []string{r.AvailKey(sku), r.HoldsKey(sku), r.MarkerKey(sku, orderID), r.VersionKey(sku)}
 }
 
 func (r *RedisStock) ttlSeconds() int64 { return int64(r.markerTTL / time.Second) }

@@ -1,5 +1,6 @@
 -- confirm: the DB deduct of this order committed, so its units are now out of db.stock; drop the hold.
 -- KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:o:{ORDER}   (KEYS[1] unused, passed so every script has the same keys)
+-- KEYS[4] inv:{SKU}:ver (bumped on every change, for reconciliation's compare-and-set)
 -- ARGV[1] order ID
 -- Returns 1 confirmed, 2 duplicate (already confirmed), 5 refused (released or tombstone), 6 no hold.
 local marker = redis.call('GET', KEYS[3])
@@ -15,4 +16,5 @@ if state ~= 'H' then
 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], 'C:' .. string.sub(marker, 3), 'KEEPTTL')
+redis.call('INCR', KEYS[4])
 return 1

@@ -1,5 +1,6 @@
 -- release: give back the units one order holds (or held and the DB has since restored), once.
 -- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:o:{ORDER}
+-- KEYS[4] inv:{SKU}:ver (bumped on every change, for reconciliation's compare-and-set)
 -- ARGV[1] order ID   ARGV[2] marker TTL in seconds
 -- Returns 1 released, 2 duplicate (already released), 3 tombstone written (never reserved).
 -- Callers restore the DB before they release, so a confirmed hold ('C') is given back too.
@@ -20,4 +21,5 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], 'R:' .. qty, 'EX', tonumber(ARGV[2]))
+redis.call('INCR', KEYS[4])
 return 1

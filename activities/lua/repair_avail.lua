@@ -1,17 +1,19 @@
 -- repair_avail: set a SKU's counter to the database's truth, computed from the holds and markers as they are
 -- at the moment the script runs, so it can never race a reserve, confirm or release of the same SKU.
--- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3..] inv:{SKU}:o:{ORDER} of the pending releases
--- ARGV[1] mode: 'repair' (set the counter when it drifted and Redis did not move since the snapshot) or
+-- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:ver
+-- KEYS[4..] inv:{SKU}:o:{ORDER} of the pending releases
+-- ARGV[1] mode: 'repair' (set the counter when it drifted and nothing changed since the snapshot) or
 --         'load' (set it only when it is missing: the cold-start load on a reservation's path)
 -- ARGV[2] db.stock as read in the database snapshot
 -- ARGV[3] the counter in the caller's snapshot ('' when it was missing)
--- ARGV[4] number of holds in the snapshot   ARGV[5] units held in the snapshot
--- ARGV[6] n, then ARGV[7..6+n]: orders whose DB deduct of this SKU stands (their units are out of db.stock)
+-- ARGV[4] the version in the caller's snapshot ('' when missing): every reserve, confirm, release and repair
+--         bumps it, so an equal version means not one of them ran in between (no ABA)
+-- ARGV[5] n, then ARGV[6..5+n]: orders whose DB deduct of this SKU stands (their units are out of db.stock)
 -- target = db.stock
 --        - units of every hold whose order has no standing deduct (the DB still counts them)
 --        - units of every pending release (DB restored, marker still 'C': the release will give them back)
 -- Returns {code, counter before (or -1 when missing), target}: code 1 in line, 2 already loaded (load mode),
--- 3 loaded (the counter was missing), 4 raced (Redis moved since the snapshot: nothing written),
+-- 3 loaded (the counter was missing), 4 raced (Redis changed since the snapshot: nothing written),
 -- 5 repaired (the counter was set to target).
 local mode = ARGV[1]
 local stock = tonumber(ARGV[2])
@@ -19,21 +21,18 @@ if not stock then
   return redis.error_reply('repair_avail: stock is not a number')
 end
 local deducted = {}
-local n = tonumber(ARGV[6])
+local n = tonumber(ARGV[5])
 for i = 1, n do
-  deducted[ARGV[6 + i]] = true
+  deducted[ARGV[5 + i]] = true
 end
 local holds = redis.call('HGETALL', KEYS[2])
-local count, sum, owed = 0, 0, 0
+local owed = 0
 for i = 1, #holds, 2 do
-  local q = tonumber(holds[i + 1]) or 0
-  count = count + 1
-  sum = sum + q
   if not deducted[holds[i]] then
-    owed = owed + q
+    owed = owed + (tonumber(holds[i + 1]) or 0)
   end
 end
-for i = 3, #KEYS do
+for i = 4, #KEYS do
   local m = redis.call('GET', KEYS[i])
   if m and string.sub(m, 1, 1) == 'C' then
     owed = owed + (tonumber(string.sub(m, 3)) or 0)
@@ -43,6 +42,7 @@ local target = stock - owed
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], target)
+  redis.call('INCR', KEYS[3])
   return {3, -1, target}
 end
 cur = tonumber(cur)
@@ -52,8 +52,9 @@ end
 if cur == target then
   return {1, cur, target}
 end
-if ARGV[3] == '' or tonumber(ARGV[3]) ~= cur or tonumber(ARGV[4]) ~= count or tonumber(ARGV[5]) ~= sum then
+if ARGV[3] == '' or tonumber(ARGV[3]) ~= cur or (redis.call('GET', KEYS[3]) or '') ~= ARGV[4] then
   return {4, cur, target}
 end
 redis.call('SET', KEYS[1], target)
+redis.call('INCR', KEYS[3])
 return {5, cur, target}

@@ -2,7 +2,8 @@
 -- reconciliation saw them (so a reserve, confirm or release running now always wins). It never touches the
 -- counter: repair_avail sets it from the database afterwards, so a dropped hold can only leave Redis
 -- promising less for a moment, never more.
--- KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:o:{ORDER}   (KEYS[1] unused, passed so every script has the same keys)
+-- KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:o:{ORDER}   KEYS[4] inv:{SKU}:ver (bumped by every write)
+-- (KEYS[1] unused, passed so every script has the same keys)
 -- ARGV[1] order ID   ARGV[2] action   ARGV[3] the marker as seen ('' when absent)   ARGV[4] the hold as seen ('' when absent)
 -- ARGV[5] marker TTL in seconds (for a marker written anew)
 -- actions: 'drop'     remove a hold whose marker is not 'H' (a stray hold)
@@ -21,6 +22,7 @@ if action == 'drop' then
     return 4
   end
   redis.call('HDEL', KEYS[2], ARGV[1])
+  redis.call('INCR', KEYS[4])
   return 1
 end
 if string.sub(marker, 1, 2) ~= 'H:' then
@@ -32,16 +34,19 @@ if action == 'readd' then
     return 4
   end
   redis.call('HSET', KEYS[2], ARGV[1], qty)
+  redis.call('INCR', KEYS[4])
   return 1
 end
 if action == 'release' then
   redis.call('HDEL', KEYS[2], ARGV[1])
   redis.call('SET', KEYS[3], 'R:' .. qty, 'EX', tonumber(ARGV[5]))
+  redis.call('INCR', KEYS[4])
   return 1
 end
 if action == 'confirm' then
   redis.call('HDEL', KEYS[2], ARGV[1])
   redis.call('SET', KEYS[3], 'C:' .. qty, 'KEEPTTL')
+  redis.call('INCR', KEYS[4])
   return 1
 end
 return redis.error_reply('repair_hold: unknown action ' .. tostring(action))

@@ -65,7 +65,7 @@ func TestReconcile_NoFalseRepairUnderLoad(t *testing.T) {
 		during.Add(s)
 	}
 	final := e.reconcileOnce(t, -1)
-	if during.Repairs() != 0 || during.Raced != 0 || during.Drifted != 0 {
+	if during.Repairs() != 0 || during.Drifted != 0 {
 		t.Errorf("reconciliation under load repaired or saw drift: %s", during)
 	}
 	if final.Repairs() != 0 || final.Drifted != 0 {
