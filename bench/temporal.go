@@ -136,7 +136,7 @@ func benchTemporalOn(ctx context.Context, o opts, stores string, out io.Writer) 
 		"bare workflow: 2 no-op local activities + update", bare(bareLocalQueue, true, false))
 	fmt.Fprintf(out, "\nlayer 3 (%s stores): where the time goes, Temporal SDK timers over the real and the bare side (%d + %d orders measured, plus warm-ups):\n", stores, real.Ops, limit.Ops)
 	rec.write(out, "local_activity_execution_latency", "workflow_task_execution_latency", "workflow_task_schedule_to_start",
-		"request_latency", "activity_execution_latency", "activity_schedule_to_start")
+		"request_latency", "activity_execution_latency", "activity_schedule_to_start", "local_activity_total", "workflow_endtoend")
 	withUpsert, limit2 := measurePair(ctx, o, conc, "", "bare + 2 search-attribute upserts", bare(bareUpsertQueue, true, true),
 		"bare workflow: 2 no-op local activities + update", bare(bareLocalQueue, true, false))
 	remote, limit3 := measurePair(ctx, o, conc, "", "bare with 2 regular activities", bare(bareRemoteQueue, false, false),

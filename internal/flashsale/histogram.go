@@ -95,11 +95,11 @@ type Bucket struct {
 	Count  int64   `json:"count"`
 }
 
-// displayEdges are the report's coarser histogram edges (ms): 1-2-5 steps from 0.1 ms to 60 s.
+// displayEdges are the report's histogram edges (ms): 1-1.5-2-3-5-7 steps from 0.1 ms to 100 s.
 var displayEdges = func() []float64 {
 	var out []float64
 	for base := 0.1; base < 100000; base *= 10 {
-		for _, m := range []float64{1, 2, 5} {
+		for _, m := range []float64{1, 1.5, 2, 3, 5, 7} {
 			out = append(out, base*m)
 		}
 	}
