@@ -44,12 +44,12 @@ func inChunks(ids []string, fn func([]string) error) error {
 	return nil
 }
 
-// readTx runs fn in one read transaction, so every read sees the same snapshot: REPEATABLE READ on MySQL
-// (the snapshot is taken at the first read), SQLite's own transaction otherwise.
+// readTx runs fn in one transaction whose reads all see the same state: REPEATABLE READ on MySQL, SQLite's
+// own (single-writer) transaction otherwise.
 func (s *Store) readTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	var opts []*sql.TxOptions
 	if s.dialect == schema.MySQL {
-		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	}
 	return s.db.WithContext(ctx).Transaction(fn, opts...)
 }
@@ -100,8 +100,11 @@ type ledgerRow struct {
 func (s *Store) readSKUTruth(ctx context.Context, sku string, watermark int64, orders []string) (skuTruth, error) {
 	var out skuTruth
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
+		// The inventory row is read with a lock (MySQL): the latest committed stock, not an older snapshot (an
+		// admin stock change loads Redis inside its transaction, before it commits), and no deduct or restore
+		// of the SKU commits until this transaction ends, so the ledger reads below agree with it.
 		var stock []int64
-		if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?", sku).Scan(&stock).Error; err != nil {
+		if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&stock).Error; err != nil {
 			return err
 		}
 		if len(stock) == 0 {

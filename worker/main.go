@@ -10,11 +10,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -50,8 +52,27 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 
+	// Reconciliation (ReconcileWorkflow, started by the starter's Schedule) and the reserve's cold-start and
+	// Redis-down paths run in this worker: they need the Temporal client (is an order's workflow gone?), their
+	// metrics (served on METRICS_ADDR when set) and the fallback switch (RESERVE_DB_FALLBACK).
+	rcfg, err := reconcile.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	acts := &activities.Activities{Redis: redisStock, Store: store}
+	if err := reconcile.Configure(acts, c, reg, rcfg); err != nil {
+		return err
+	}
+	if addr := getenv("METRICS_ADDR"); addr != "" {
+		stopMetrics, err := reconcile.ServeMetrics(addr, reg, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	w := worker.New(c, workflows.TaskQueue, platform.WorkerOptions(cfg))
-	workflows.Register(w, &activities.Activities{Redis: redisStock, Store: store})
+	workflows.Register(w, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

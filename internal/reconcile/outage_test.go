@@ -38,7 +38,7 @@ func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 	e := startEnv(t, envOptions{redis: activities.NewRedisStock(srv.client(t), "", 0), dbFallback: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	n := loadOrders(t, 500, 100)
+	n := loadOrders(t, 500, 45)
 	expected := outageSKUs(t, e, n)
 
 	var restarted atomic.Bool
@@ -86,7 +86,7 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 	e := startEnv(t, envOptions{redis: activities.NewRedisStock(srv.client(t), "", 0), dbFallback: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	n := loadOrders(t, 500, 100)
+	n := loadOrders(t, 500, 45)
 	expected := outageSKUs(t, e, n)
 
 	var stopped atomic.Bool
@@ -99,9 +99,14 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 		case <-ctx.Done():
 			return
 		}
-		time.Sleep(3 * time.Second)
+		// Keep it down until some reserves have gone to the database alone (at least 2s, at most 30s).
+		down := time.Now()
+		for time.Since(down) < 2*time.Second ||
+			(metric(t, e.reg, "ordersaga_reserve_db_fallback_total") < 5 && time.Since(down) < 30*time.Second) {
+			time.Sleep(100 * time.Millisecond)
+		}
 		srv.start()
-		t.Logf("redis back after 3s")
+		t.Logf("redis back after %s", time.Since(down).Round(time.Millisecond))
 	}()
 	l := load{prefix: "down", skus: []string{"R-A", "R-B", "R-C", "R-D", "R-E"}, orders: n, concurrency: 30,
 		expireAfter: 2 * time.Second, seed: 31}
