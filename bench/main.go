@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&o.redisAddr, "redis", orDefault(getenv("REDIS_ADDR"), "127.0.0.1:6379"), "Redis address (default $REDIS_ADDR or 127.0.0.1:6379)")
 	fs.StringVar(&o.mysqlDSN, "mysql", orDefault(getenv("MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "MySQL/MariaDB DSN; the benchmark creates and drops a database of its own")
 	fs.BoolVar(&o.sqlite, "sqlite", true, "also run the DB pair on SQLite (the local stack's database)")
-	fs.StringVar(&stores, "temporal-stores", "real,embedded", "stores of the Temporal pair: real (Redis + MariaDB) and/or embedded (miniredis + SQLite)")
+	fs.StringVar(&stores, "temporal", "real,localstack", "setups of the Temporal pair: real (temporaltest, Redis + MariaDB), embedded (temporaltest, miniredis + SQLite), localstack (the local stack's file-backed server, miniredis + SQLite, and candidate server settings)")
 	fs.IntVar(&o.wftPollers, "pollers", 0, "workflow and activity task pollers of every worker of the Temporal pair (0 = the SDK default, as the worker runs)")
 	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each real side of the HTTP and Temporal pairs into this directory")
 	if err := fs.Parse(args[1:]); err != nil {

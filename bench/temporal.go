@@ -35,65 +35,61 @@ const (
 )
 
 // workerOptions are the order worker's production options (platform.WorkerOptions with WORKER_CONCURRENCY
-// 200), with pollers as -wft-pollers says (0 = the SDK's default, as in production).
+// 200), with pollers as -pollers says (0 = the SDK's default, as in production).
 func workerOptions(o opts) worker.Options {
 	return worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200,
 		MaxConcurrentWorkflowTaskPollers: o.wftPollers, MaxConcurrentActivityTaskPollers: o.wftPollers}
 }
 
-// benchTemporal is layer 3: orders accepted per second end to end (orderclient.Place, the real worker and
-// activities) against the bare workflow of the same shape on the same in-process Temporal server. The
-// stores are the real Redis and MariaDB ("real") or miniredis and SQLite ("embedded", the local stack).
-func benchTemporal(ctx context.Context, o opts, out io.Writer) ([]pair, error) {
-	var pairs []pair
-	for _, stores := range o.temporalStores {
-		p, err := benchTemporalOn(ctx, o, stores, out)
-		if err != nil {
-			return pairs, fmt.Errorf("temporal (%s stores): %w", stores, err)
-		}
-		pairs = append(pairs, p...)
-	}
-	return pairs, nil
+// tenv is one Temporal server with the order worker (real activities on its own stores) and the bare
+// workflows' workers, and the operations that place an order on each.
+type tenv struct {
+	c     client.Client
+	place op
+	bare  func(queue string, local, upsert bool) op
+	close func()
 }
 
-func benchTemporalOn(ctx context.Context, o opts, stores string, out io.Writer) (pairs []pair, err error) {
-	rs, store, cleanup, err := openStores(ctx, o, stores)
+// newTEnv starts the workers on c and the stores ("real" or "embedded") of the real one.
+func newTEnv(ctx context.Context, o opts, c client.Client, stores string) (*tenv, error) {
+	rs, store, closeStores, err := openStores(ctx, o, stores)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
+	e := &tenv{c: c}
+	var workers []worker.Worker
+	e.close = func() {
+		for _, w := range workers {
+			w.Stop()
+		}
+		closeStores()
+	}
 	if err := store.SetInventory(ctx, hotSKU, 1<<40, 999); err != nil {
+		e.close()
 		return nil, err
 	}
 	if err := rs.SetAvailable(ctx, hotSKU, 1<<40); err != nil {
-		return nil, err
-	}
-
-	rec := newRecorder()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	srv := temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{
-		Logger: tlog.NewStructuredLogger(logger), MetricsHandler: rec,
-	}))
-	defer func() {
-		// temporaltest reports a failed stop through its testing.T, which a command does not have.
-		defer func() { _ = recover() }()
-		srv.Stop()
-	}()
-	c := srv.GetDefaultClient()
-	if err := platform.RegisterSearchAttributes(ctx, c, srv.GetDefaultNamespace()); err != nil {
+		e.close()
 		return nil, err
 	}
 	acts := &activities.Activities{Redis: rs, Store: store}
-	srv.NewWorkerWithOptions(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) }, workerOptions(o))
+	w := worker.New(c, workflows.TaskQueue, workerOptions(o))
+	workflows.Register(w, acts)
+	workers = append(workers, w)
 	for _, q := range []string{bareLocalQueue, bareRemoteQueue, bareUpsertQueue} {
-		srv.NewWorkerWithOptions(q, func(r worker.Registry) {
-			r.RegisterWorkflow(BareOrderWorkflow)
-			r.RegisterActivity(NoopStep)
-		}, workerOptions(o))
+		w := worker.New(c, q, workerOptions(o))
+		w.RegisterWorkflow(BareOrderWorkflow)
+		w.RegisterActivity(NoopStep)
+		workers = append(workers, w)
 	}
-
+	for _, w := range workers {
+		if err := w.Start(); err != nil {
+			e.close()
+			return nil, err
+		}
+	}
 	run := "o" + randomID()
-	place := func(ctx context.Context, w int, seq int64) error {
+	e.place = func(ctx context.Context, _ int, seq int64) error {
 		res, err := orderclient.Place(ctx, c, workflows.OrderInput{
 			OrderID: run + "-" + strconv.FormatInt(seq, 10), UserID: "bench", Currency: "CNY",
 			Lines: []ordersaga.Line{{SKU: hotSKU, Qty: 1}}, PaymentTimeout: benchPayDeadline,
@@ -103,9 +99,9 @@ func benchTemporalOn(ctx context.Context, o opts, stores string, out io.Writer) 
 		}
 		return err
 	}
-	bare := func(queue string, local, upsert bool) op {
+	e.bare = func(queue string, local, upsert bool) op {
 		prefix := "b" + randomID() + "-"
-		return func(ctx context.Context, w int, seq int64) error {
+		return func(ctx context.Context, _ int, seq int64) error {
 			id := prefix + strconv.FormatInt(seq, 10)
 			start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 				ID: workflows.OrderWorkflowID(id), TaskQueue: queue,
@@ -124,34 +120,126 @@ func benchTemporalOn(ctx context.Context, o opts, stores string, out io.Writer) 
 		}
 	}
 	// Warm the server and every worker once.
-	for _, f := range []op{place, bare(bareLocalQueue, true, false), bare(bareRemoteQueue, false, false), bare(bareUpsertQueue, true, true)} {
-		if err := f(ctx, 0, -1); err != nil {
+	for _, f := range []op{e.place, e.bare(bareLocalQueue, true, false), e.bare(bareRemoteQueue, false, false), e.bare(bareUpsertQueue, true, true)} {
+		if err := f(ctx, 0, -globalSeq.Add(1)); err != nil {
+			e.close()
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
+	return e, nil
+}
 
-	conc := o.placeConc
-	rec.reset()
-	real, limit := measurePair(ctx, o, conc, "temporal-"+stores, "orderclient.Place + real worker", place,
-		"bare workflow: 2 no-op local activities + update", bare(bareLocalQueue, true, false))
-	fmt.Fprintf(out, "\nlayer 3 (%s stores): where the time goes, Temporal SDK timers over the real and the bare side (%d + %d orders measured, plus warm-ups):\n", stores, real.Ops, limit.Ops)
-	rec.write(out, "local_activity_execution_latency", "workflow_task_execution_latency", "workflow_task_schedule_to_start",
-		"request_latency", "activity_execution_latency", "activity_schedule_to_start", "local_activity_total", "workflow_endtoend")
-	withUpsert, limit2 := measurePair(ctx, o, conc, "", "bare + 2 search-attribute upserts", bare(bareUpsertQueue, true, true),
-		"bare workflow: 2 no-op local activities + update", bare(bareLocalQueue, true, false))
-	remote, limit3 := measurePair(ctx, o, conc, "", "bare with 2 regular activities", bare(bareRemoteQueue, false, false),
-		"bare workflow: 2 no-op local activities + update", bare(bareLocalQueue, true, false))
-	comment := fmt.Sprintf("temporaltest in process, %s stores, %d concurrent Update-with-Start", stores, conc)
-	pairs = append(pairs,
-		pair{Layer: "3 accepted orders end to end (" + stores + " stores)", Real: real, Limit: limit, Target: 0.9, Comment: comment},
-		pair{Layer: "3 … what the 2 search-attribute upserts cost", Real: withUpsert, Limit: limit2, Comment: "bare + the order workflow's two UpsertSearchAttributes"},
-		pair{Layer: "3 … what local activities bought", Real: remote, Limit: limit3, Comment: "bare with regular activities instead of local ones"},
-	)
+// benchTemporal is layer 3: orders accepted per second end to end (orderclient.Place, the real worker and
+// activities) against the bare workflow of the same shape on the same Temporal server, on each configured
+// setup: temporaltest with the real Redis and MariaDB ("real") or miniredis and SQLite ("embedded"), and
+// the local stack's file-backed server ("localstack"), there with candidate server settings too.
+func benchTemporal(ctx context.Context, o opts, out io.Writer) ([]pair, error) {
+	var pairs []pair
+	for _, setup := range o.temporalStores {
+		var (
+			p   []pair
+			err error
+		)
+		if setup == "localstack" {
+			p, err = benchLocalStack(ctx, o, out)
+		} else {
+			p, err = benchTemporalTest(ctx, o, setup, out)
+		}
+		pairs = append(pairs, p...)
+		if err != nil {
+			return pairs, fmt.Errorf("temporal (%s): %w", setup, err)
+		}
+	}
 	return pairs, nil
 }
 
-// openStores opens the Redis and database layers of the benchmark: its own key prefix on the real Redis and
-// its own MariaDB database ("real"), or miniredis and a SQLite file ("embedded").
+func quietLogger() tlog.Logger {
+	return tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+}
+
+func benchTemporalTest(ctx context.Context, o opts, stores string, out io.Writer) ([]pair, error) {
+	rec := newRecorder()
+	srv := temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: quietLogger(), MetricsHandler: rec}))
+	defer func() {
+		// temporaltest reports a failed stop through its testing.T, which a command does not have.
+		defer func() { _ = recover() }()
+		srv.Stop()
+	}()
+	c := srv.GetDefaultClient()
+	if err := platform.RegisterSearchAttributes(ctx, c, srv.GetDefaultNamespace()); err != nil {
+		return nil, err
+	}
+	e, err := newTEnv(ctx, o, c, stores)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+
+	conc := o.placeConc
+	rec.reset()
+	real, limit := measurePair(ctx, o, conc, "temporal-"+stores, "orderclient.Place + real worker", e.place,
+		"bare workflow: 2 no-op local activities + update", e.bare(bareLocalQueue, true, false))
+	fmt.Fprintf(out, "\nlayer 3 (temporaltest, %s stores): where the time goes — Temporal SDK timers over the real and the bare side (%d + %d orders measured, plus warm-ups):\n", stores, real.Ops, limit.Ops)
+	rec.write(out, "local_activity_execution_latency", "workflow_task_execution_latency", "workflow_task_schedule_to_start",
+		"request_latency", "activity_execution_latency", "activity_schedule_to_start")
+	withUpsert, limit2 := measurePair(ctx, o, conc, "", "bare + 2 search-attribute upserts", e.bare(bareUpsertQueue, true, true),
+		"bare workflow: 2 no-op local activities + update", e.bare(bareLocalQueue, true, false))
+	remote, limit3 := measurePair(ctx, o, conc, "", "bare with 2 regular activities", e.bare(bareRemoteQueue, false, false),
+		"bare workflow: 2 no-op local activities + update", e.bare(bareLocalQueue, true, false))
+	return []pair{
+		{Layer: "3 accepted orders end to end (temporaltest, " + stores + " stores)", Real: real, Limit: limit, Target: 0.9,
+			Comment: fmt.Sprintf("temporaltest in process, %s stores, %d concurrent Update-with-Start", stores, conc)},
+		{Layer: "3 … what the 2 search-attribute upserts cost", Real: withUpsert, Limit: limit2, Comment: "bare + the order workflow's two UpsertSearchAttributes, same server"},
+		{Layer: "3 … what local activities bought", Real: remote, Limit: limit3, Comment: "bare with regular activities instead of local ones, same server"},
+	}, nil
+}
+
+// benchLocalStack measures the local stack's setup (devserver's file-backed Temporal, miniredis, SQLite):
+// real vs bare on it, then the real path on candidate server settings against the real path on it.
+func benchLocalStack(ctx context.Context, o opts, out io.Writer) ([]pair, error) {
+	type server struct {
+		name string
+		lt   localTemporal
+		env  *tenv
+	}
+	servers := []*server{
+		{name: "local stack", lt: localTemporal{ForceSARefresh: true}},
+		{name: "WAL + synchronous=NORMAL", lt: localTemporal{WAL: true, ForceSARefresh: true}},
+		{name: "WAL, no forced search-attribute refresh", lt: localTemporal{WAL: true}},
+	}
+	for _, s := range servers {
+		addr, stop, err := startTemporal(ctx, o.tmp, s.lt, "default")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		defer stop()
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: "default", Logger: quietLogger()})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		if s.env, err = newTEnv(ctx, o, c, "embedded"); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		defer s.env.close()
+	}
+	conc := o.placeConc
+	base := servers[0].env
+	real, limit := measurePair(ctx, o, conc, "temporal-localstack", "orderclient.Place + real worker", base.place,
+		"bare workflow: 2 no-op local activities + update", base.bare(bareLocalQueue, true, false))
+	pairs := []pair{{Layer: "3 accepted orders end to end (local stack: file-backed Temporal, miniredis, SQLite)", Real: real, Limit: limit, Target: 0.9,
+		Comment: fmt.Sprintf("internal/devserver's server on a SQLite file as the local stack runs it, %d concurrent Update-with-Start; target also ≥ 100 orders/s", conc)}}
+	for _, s := range servers[1:] {
+		cand, baseline := measurePair(ctx, o, conc, "", "real path, candidate server", s.env.place, "real path, local stack's server", base.place)
+		pairs = append(pairs, pair{Layer: "3 … candidate: Temporal's SQLite " + s.name, Real: cand, Limit: baseline,
+			Comment: "candidate, not in the code: the real path on a server configured so, against the same path on the local stack's server (ratio > 100% = gain)"})
+	}
+	fmt.Fprintf(out, "\nlayer 3 (local stack): %.0f orders/s accepted end to end (target ≥ 100)\n", real.Rate())
+	return pairs, nil
+}
+
+// openStores opens the Redis and database layers: a key prefix of the benchmark's own on the real Redis and
+// a database of its own on MariaDB ("real"), or miniredis and a SQLite file ("embedded", as the local stack).
 func openStores(ctx context.Context, o opts, kind string) (*activities.RedisStock, *activities.Store, func(), error) {
 	switch kind {
 	case "real":
@@ -177,7 +265,7 @@ func openStores(ctx context.Context, o opts, kind string) (*activities.RedisStoc
 		if err := mr.Start(); err != nil {
 			return nil, nil, nil, err
 		}
-		store, err := activities.OpenDB(ctx, "", filepath.Join(o.tmp, "temporal-"+randomID()+".db"))
+		store, err := activities.OpenDB(ctx, "", filepath.Join(o.tmp, "orders-"+randomID()+".db"))
 		if err != nil {
 			mr.Close()
 			return nil, nil, nil, err
