@@ -136,6 +136,13 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	r.mu.Lock()
 	r.unknown = unknown
 	r.mu.Unlock()
+	r.mu.Lock()
+	lastPay := r.lastPay
+	r.mu.Unlock()
+	if wait := lastPay.Sub(opts.Now()); wait > time.Minute {
+		fmt.Fprintf(opts.Progress, "flashsale: the last accepted order expires at %s (in %s): the wait for quiet lasts at least that long; run the stack with a short ORDER_PAYMENT_TIMEOUT (e.g. 30s) for a short sale\n",
+			lastPay.Format(time.TimeOnly), wait.Round(time.Second))
+	}
 	r.setPhase("waiting for quiet")
 	quiet := r.waitQuiet(ctx)
 	stopBG()
