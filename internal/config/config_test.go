@@ -1,0 +1,64 @@
+package config_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ordersaga/ordersaga/internal/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnv_APISettings(t *testing.T) {
+	t.Parallel()
+	c, err := config.FromEnv(env(map[string]string{
+		"HTTP_ADDR": "0.0.0.0:9090", "PAYMENT_WEBHOOK_SECRET": "new, old", "ADMIN_TOKEN": "tok",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != "0.0.0.0:9090" || !slices.Equal(c.PaymentWebhookSecrets, []string{"new", "old"}) || c.AdminToken != "tok" {
+		t.Errorf("got %+v", c)
+	}
+	if err := c.RequireAPISecrets(); err != nil {
+		t.Errorf("RequireAPISecrets: %v", err)
+	}
+
+	d, err := config.FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.HTTPAddr != "127.0.0.1:8080" {
+		t.Errorf("default HTTP_ADDR %q", d.HTTPAddr)
+	}
+}
+
+func TestFromEnv_ErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	tests := map[string]map[string]string{
+		"HTTP_ADDR":              {"HTTP_ADDR": "8080"},
+		"PAYMENT_WEBHOOK_SECRET": {"PAYMENT_WEBHOOK_SECRET": "a,,b"},
+		"ORDER_PAYMENT_TIMEOUT":  {"ORDER_PAYMENT_TIMEOUT": "soon"},
+		"CURRENCY":               {"CURRENCY": "yuan"},
+	}
+	for name, vars := range tests {
+		if _, err := config.FromEnv(env(vars)); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%v: error %v does not name %s", vars, err, name)
+		}
+	}
+}
+
+func TestRequireAPISecrets_NamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	c, err := config.FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.RequireAPISecrets()
+	for _, name := range []string{"PAYMENT_WEBHOOK_SECRET", "ADMIN_TOKEN"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("error %v does not name %s", err, name)
+		}
+	}
+}
