@@ -190,7 +190,14 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 					onOrder(int(done.Add(1)))
 				}
 			}()
-			r, err := orderclient.Place(ctx, c, in)
+			// A client retries a place whose answer it did not get (the workflow ID makes it the same order).
+			var r workflows.Reservation
+			var err error
+			for attempt := 0; attempt < 3; attempt++ {
+				if r, err = orderclient.Place(ctx, c, in); err == nil || ctx.Err() != nil {
+					break
+				}
+			}
 			res.placed.Add(1)
 			if err != nil {
 				res.failed.Add(1)

@@ -31,7 +31,7 @@ func TestReconcile_NoFalseRepairUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	skus := []string{"L-A", "L-B", "L-C", "L-D", "L-E"}
-	n := loadOrders(t, 2000, 60)
+	n := loadOrders(t, 2000, 45)
 	expected := map[string]int64{}
 	for _, sku := range skus {
 		units := int64(n) * 2 / 5 / 2 // demand ≈ 2 units per order: about half of it can be served
