@@ -22,6 +22,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
 )
 
 // drainTimeout bounds the graceful shutdown: requests in flight get this long to finish. It covers the
@@ -48,6 +49,10 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err := cfg.RequireAPISecrets(); err != nil {
 		return err
 	}
+	rcfg, err := reconcile.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
 	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
 
 	reg := prometheus.NewRegistry()
@@ -68,7 +73,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err := platform.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	if err := ensureReconcileSchedule(ctx, c, cfg, logger); err != nil {
+	if err := ensureReconcileSchedule(ctx, c, rcfg, logger); err != nil {
 		return err
 	}
 
@@ -106,8 +111,13 @@ func dialTemporal(ctx context.Context, cfg config.Config, logger *slog.Logger, m
 	return c, nil
 }
 
-// ensureReconcileSchedule is where the starter makes sure the reconciliation Schedule exists at boot
-// (idempotently: every starter runs it). Issue 4 provides the Schedule; until then there is nothing to ensure.
-func ensureReconcileSchedule(_ context.Context, _ client.Client, _ config.Config, _ *slog.Logger) error {
+// ensureReconcileSchedule makes sure the reconciliation Schedule exists at boot, with the interval and input of
+// RECONCILE_INTERVAL, RECONCILE_BATCH and RECONCILE_GRACE; it is idempotent, so every starter runs it
+// (internal/reconcile owns the Schedule).
+func ensureReconcileSchedule(ctx context.Context, c client.Client, rcfg reconcile.Config, logger *slog.Logger) error {
+	if err := reconcile.EnsureScheduleWith(ctx, c, rcfg.Interval, rcfg.Input()); err != nil {
+		return fmt.Errorf("ensure reconciliation schedule: %w", err)
+	}
+	logger.Info("reconciliation schedule ensured", "interval", rcfg.Interval.String())
 	return nil
 }

@@ -153,6 +153,10 @@ func TestRun_GracefulShutdownDrainsRequestsInFlight(t *testing.T) {
 	if code, body := call(t, http.MethodGet, s.url("/readyz"), "", nil); code != http.StatusOK {
 		t.Fatalf("readyz: %d %s", code, body)
 	}
+	if _, err := s.srv.GetDefaultClient().ScheduleClient().GetHandle(context.Background(), workflows.ReconcileScheduleID).
+		Describe(context.Background()); err != nil {
+		t.Errorf("the reconciliation schedule was not ensured at boot: %v", err)
+	}
 	var metrics string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if _, metrics = call(t, http.MethodGet, s.url("/metrics"), "", nil); strings.Contains(metrics, "temporal_request") {
@@ -223,15 +227,20 @@ func TestRun_GracefulShutdownDrainsRequestsInFlight(t *testing.T) {
 	}
 }
 
-// TestRun_MissingSecretsFailNamingTheVariable: outside the local stack there is no default secret or token.
+// TestRun_MissingSecretsFailNamingTheVariable: outside the local stack there is no default secret or token;
+// every configuration error names its variable before anything is dialled.
 func TestRun_MissingSecretsFailNamingTheVariable(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"PAYMENT_WEBHOOK_SECRET", "ADMIN_TOKEN", "REDIS_ADDR"} {
+	for _, name := range []string{"PAYMENT_WEBHOOK_SECRET", "ADMIN_TOKEN", "REDIS_ADDR", "RECONCILE_INTERVAL"} {
 		env := map[string]string{
 			"PAYMENT_WEBHOOK_SECRET": "x", "ADMIN_TOKEN": "y", "REDIS_ADDR": "127.0.0.1:1",
-			"SQLITE_PATH": filepath.Join(t.TempDir(), "x.db"),
+			"SQLITE_PATH": filepath.Join(t.TempDir(), "x.db"), "RECONCILE_INTERVAL": "1m",
 		}
-		delete(env, name)
+		if name == "RECONCILE_INTERVAL" {
+			env[name] = "often" // a bad value, not a missing one
+		} else {
+			delete(env, name)
+		}
 		var out bytes.Buffer
 		err := run(context.Background(), nil, func(k string) string { return env[k] }, &out)
 		if err == nil || !strings.Contains(err.Error(), name) {
