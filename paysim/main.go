@@ -29,6 +29,10 @@ import (
 	"github.com/ordersaga/ordersaga/internal/webhook"
 )
 
+// localStackSecret is the webhook secret `go run ./localstack` uses when PAYMENT_WEBHOOK_SECRET is unset, so
+// paysim works against it with no setting. (paysim is a development tool: it has no secret to protect.)
+const localStackSecret = "dev-webhook-secret"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -55,7 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs := flag.NewFlagSet("paysim", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	fs.StringVar(&o.target, "target", defaultTarget(getenv), "base URL of the order API (default from ORDERSAGA_URL or HTTP_ADDR)")
-	fs.StringVar(&o.secret, "secret", firstSecret(getenv("PAYMENT_WEBHOOK_SECRET")), "webhook secret to sign with (default: the first of PAYMENT_WEBHOOK_SECRET)")
+	fs.StringVar(&o.secret, "secret", or(firstSecret(getenv("PAYMENT_WEBHOOK_SECRET")), localStackSecret),
+		"webhook secret to sign with (default: the first of PAYMENT_WEBHOOK_SECRET, else the local stack's)")
 	fs.StringVar(&o.currency, "currency", or(getenv("CURRENCY"), "CNY"), "currency of the payment (default CURRENCY or CNY)")
 	fs.StringVar(&o.eventID, "event-id", "", "the provider's event ID (default: a new random one)")
 	fs.Int64Var(&o.amount, "amount", -1, "pay this many cents instead of the order's amount (a wrong amount is rejected_amount)")
@@ -85,9 +90,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(words) != 2 || words[0] != "pay" {
 		fs.Usage()
 		return errors.New("want: pay <order_id>")
-	}
-	if o.secret == "" {
-		return errors.New("no secret: set -secret or PAYMENT_WEBHOOK_SECRET")
 	}
 	if o.eventID == "" {
 		o.eventID = "evt-" + randomHex(8)
