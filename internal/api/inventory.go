@@ -101,7 +101,12 @@ func (s *server) handlePutInventory() http.Handler {
 	})
 }
 
+// writeUnknownSKU answers 404 for sku ("" for a name that cannot be a SKU, which is not echoed).
 func writeUnknownSKU(w http.ResponseWriter, sku string) {
+	if sku == "" {
+		writeProblem(w, newProblem(kindUnknownSKU, "no such SKU"))
+		return
+	}
 	pr := newProblem(kindUnknownSKU, "no SKU "+sku+" in the inventory")
 	pr.SKU = sku
 	writeProblem(w, pr)

@@ -25,7 +25,7 @@ func (s *server) handleGetOrder() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		if !validOrderID(id) {
-			writeOrderNotFound(w, id)
+			writeOrderNotFound(w, "")
 			return
 		}
 		o, err := s.readOrder(r.Context(), id)
@@ -97,7 +97,7 @@ func (s *server) handleCancelOrder() http.Handler {
 			}
 		}
 		if !validOrderID(id) {
-			writeOrderNotFound(w, id)
+			writeOrderNotFound(w, "")
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.UpdateTimeout)
@@ -128,7 +128,12 @@ func (s *server) handleCancelOrder() http.Handler {
 	})
 }
 
+// writeOrderNotFound answers 404 for the order id ("" for an ID that cannot name an order, which is not echoed).
 func writeOrderNotFound(w http.ResponseWriter, id string) {
+	if id == "" {
+		writeProblem(w, newProblem(kindOrderNotFound, "no such order"))
+		return
+	}
 	pr := newProblem(kindOrderNotFound, "no order "+id)
 	pr.OrderID = id
 	writeProblem(w, pr)

@@ -18,10 +18,11 @@ const (
 	maxQty   = 1000
 )
 
-// The character sets of API.md; compiled once per server use would be wasteful, and regexps are safe to share.
+// The character sets of API.md (regexps are safe to share between requests).
 var (
 	idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
 	namePattern           = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) // user_id and sku
+	orderIDPattern        = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 )
 
 // orderRequest is the body of POST /v1/orders.
@@ -100,7 +101,6 @@ func OrderID(userID, key string, generation int64) string {
 	return "o-" + hex.EncodeToString(sum[:])[:24]
 }
 
-// validOrderID reports whether id can name an order (anything else is answered 404 without a lookup).
+// validOrderID reports whether id can name an order (anything else is answered 404 without a lookup): the
+// workflows' ID character set.
 func validOrderID(id string) bool { return orderIDPattern.MatchString(id) }
-
-var orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)

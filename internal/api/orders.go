@@ -274,11 +274,7 @@ func (p *placement) soldOut(sku string) {
 	writeProblem(p.w, pr)
 }
 
-func (p *placement) unknownSKU(sku string) {
-	pr := newProblem(kindUnknownSKU, "no SKU "+sku+" in the inventory")
-	pr.SKU = sku
-	writeProblem(p.w, pr)
-}
+func (p *placement) unknownSKU(sku string) { writeUnknownSKU(p.w, sku) }
 
 // unavailable answers 503 when a backing service failed before anything was done (a retry with the same key
 // is always safe: it derives the same order ID).

@@ -109,15 +109,17 @@ type Problem struct {
 	SKU     string            `json:"sku,omitempty"`
 	OrderID string            `json:"order_id,omitempty"`
 	Checks  map[string]string `json:"checks,omitempty"`
+
+	kind kind
 }
 
 func newProblem(k kind, detail string) *Problem {
-	return &Problem{Type: ProblemTypeBase + string(k), Title: k.title(), Status: k.status(), Detail: detail}
+	return &Problem{Type: ProblemTypeBase + string(k), Title: k.title(), Status: k.status(), Detail: detail, kind: k}
 }
 
 // retryable reports whether the answer carries Retry-After.
 func (p *Problem) retryable() bool {
-	switch kind(p.Type[len(ProblemTypeBase):]) {
+	switch p.kind {
 	case kindOrderPending, kindUnavailable, kindStockUnavailable:
 		return true
 	}
