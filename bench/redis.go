@@ -33,7 +33,7 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	trivialOp := func(sku string) op {
 		return func(ctx context.Context, w int, seq int64) error {
 			id := "o-" + strconv.FormatInt(seq, 10)
-			return trivial.Run(ctx, rdb, []string{rs.AvailKey(sku), rs.HoldsKey(sku), rs.MarkerKey(sku, id)}, id, 1, 3600).Err()
+			return trivial.Run(ctx, rdb, []string{rs.AvailKey(sku), rs.HoldsKey(sku), rs.MarkerKey(sku, id), rs.VersionKey(sku)}, id, 1, 3600).Err()
 		}
 	}
 	reserveOp := func(sku string, wantSoldOut bool) op {
@@ -49,6 +49,16 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	_ = trivialOp(soldOut)(ctx, 0, -1)
 	_ = reserveOp(soldOut, true)(ctx, 0, -1)
 
+	// The candidate: the reserve script as it is but for the version bump reconciliation's compare-and-set reads.
+	noVersion := redis.NewScript(noVersionReserveLua)
+	noVersionOp := func(ctx context.Context, w int, seq int64) error {
+		id := "o-" + strconv.FormatInt(seq, 10)
+		code, err := noVersion.Run(ctx, rdb, []string{rs.AvailKey(stocked), rs.HoldsKey(stocked), rs.MarkerKey(stocked, id), rs.VersionKey(stocked)}, id, 1, 3600).Int64()
+		if err == nil && code != 1 {
+			err = fmt.Errorf("reserve without version bump: code %d", code)
+		}
+		return err
+	}
 	var out []pair
 	for _, c := range []struct {
 		layer, sku string
@@ -58,8 +68,35 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 		out = append(out, pair{Layer: c.layer, Real: real, Limit: limit, Target: 0.8,
 			Comment: fmt.Sprintf("real Redis %s, %d goroutines, distinct order per call", o.redisAddr, o.conc)})
 	}
+	cand, limit := measurePair(ctx, o, o.conc, "", "reserve.lua without the version INCR", noVersionOp, "EVALSHA `return 1`", trivialOp(stocked))
+	out = append(out, pair{Layer: "2b … candidate: no version bump", Real: cand, Limit: limit,
+		Comment: "candidate, not in the code: the in-stock reserve without the INCR of inv:{SKU}:ver (reconciliation's compare-and-set)"})
 	return out, nil
 }
+
+// noVersionReserveLua is activities/lua/reserve.lua without its last write, the version bump.
+const noVersionReserveLua = `
+local marker = redis.call('GET', KEYS[3])
+if marker then
+  local state = string.sub(marker, 1, 1)
+  if state == 'H' or state == 'C' then
+    return 2
+  end
+  return 5
+end
+local avail = redis.call('GET', KEYS[1])
+if not avail then
+  return 4
+end
+local qty = tonumber(ARGV[2])
+if tonumber(avail) < qty then
+  return 3
+end
+redis.call('DECRBY', KEYS[1], qty)
+redis.call('HSET', KEYS[2], ARGV[1], qty)
+redis.call('SET', KEYS[3], 'H:' .. qty, 'EX', tonumber(ARGV[3]))
+return 1
+`
 
 func deleteKeys(ctx context.Context, rdb *redis.Client, prefix string) {
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
