@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 
@@ -355,6 +356,21 @@ func TestPlaceOrder_Unavailable(t *testing.T) {
 	r.wantProblem(t, http.StatusServiceUnavailable, "unavailable")
 	if r.header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
+	}
+
+	// A reservation not decided in time is 409 order-pending with Retry-After; the retry gets the answer.
+	impatient := serveAPI(t, e.Env, func(d *api.Deps) { d.PlaceTimeout = time.Millisecond })
+	pendingBody := orderBody("u-pending", ordersaga.Line{SKU: "UNAV-1", Qty: 1})
+	r = impatient.place("k-pending", pendingBody)
+	p := r.wantProblem(t, http.StatusConflict, "order-pending")
+	if r.header.Get("Retry-After") == "" || p.OrderID != api.OrderID("u-pending", "k-pending", 0) {
+		t.Errorf("pending: %s (Retry-After %q)", r, r.header.Get("Retry-After"))
+	}
+	if r = e.place("k-pending", pendingBody); r.status != http.StatusCreated || r.order(t).OrderID != p.OrderID {
+		t.Errorf("retry of the pending order: %s", r)
+	}
+	if n := e.countRows("orders", "user_id = ?", "u-pending"); n != 1 {
+		t.Errorf("%d orders after a pending answer and a retry, want 1", n)
 	}
 
 	// Nothing was placed: the retry on a healthy server is the first order of the key.
