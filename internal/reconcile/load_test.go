@@ -10,14 +10,18 @@ import (
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
-// loadOrders is how many orders a load test places: RECONCILE_LOAD_ORDERS if set, else full (2,000 for the
-// no-false-repair test) without the race detector and under when it is on: -race slows the in-process
-// Temporal server so much (about 1–4 orders a second on this 2-core machine) that 2,000 orders would take
-// 10–25 minutes, far past the package's time budget.
-func loadOrders(t testing.TB, full, underRace int) int {
-	def := full
-	if raceEnabled {
+// loadOrders is how many orders a load test places: RECONCILE_LOAD_ORDERS if set; else full against the real
+// services (MYSQL_DSN and REDIS_ADDR) without the race detector, embedded without it, and underRace with it.
+// -race slows the in-process Temporal server so much (about 1–4 orders a second on this 2-core machine) that
+// 2,000 orders would take 10–25 minutes, far past the package's time budget; SQLite takes one writer at a
+// time.
+func loadOrders(t testing.TB, full, embedded, underRace int) int {
+	def := embedded
+	switch {
+	case raceEnabled:
 		def = underRace
+	case testenv.RealMySQL() && testenv.RealRedis():
+		def = full
 	}
 	return envInt(t, "RECONCILE_LOAD_ORDERS", def)
 }
@@ -31,7 +35,7 @@ func TestReconcile_NoFalseRepairUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	skus := []string{"L-A", "L-B", "L-C", "L-D", "L-E"}
-	n := loadOrders(t, 2000, 45)
+	n := loadOrders(t, 2000, 300, 45)
 	expected := map[string]int64{}
 	for _, sku := range skus {
 		// The paid orders alone ask for about n units in all: n/8+5 per SKU sells out part-way.

@@ -38,7 +38,7 @@ func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 	e := startEnv(t, envOptions{redis: activities.NewRedisStock(srv.client(t), "", 0), dbFallback: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	n := loadOrders(t, 500, 36)
+	n := loadOrders(t, 500, 150, 36)
 	expected := outageSKUs(t, e, n)
 
 	var restarted atomic.Bool
@@ -86,7 +86,7 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 	e := startEnv(t, envOptions{redis: activities.NewRedisStock(srv.client(t), "", 0), dbFallback: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	n := loadOrders(t, 500, 36)
+	n := loadOrders(t, 500, 150, 36)
 	expected := outageSKUs(t, e, n)
 
 	var stopped atomic.Bool
