@@ -1,0 +1,354 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+)
+
+// mainEnv makes the test binary run the command's main instead of the tests: the README test starts the
+// local stack as a process of its own without a second build.
+const mainEnv = "ORDERSAGA_LOCALSTACK_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The README's two commands, which the first code block must be.
+const (
+	runCommand  = "go run ./localstack"
+	testCommand = "go test ./..."
+)
+
+type readme struct {
+	text string
+}
+
+func readREADME(t *testing.T) readme {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readme{text: string(b)}
+}
+
+// section returns the text from the "## title" heading to the next "## " heading.
+func (r readme) section(t *testing.T, title string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(r.text, "\n## "+title+"\n")
+	if !ok {
+		t.Fatalf("README.md has no section %q", title)
+	}
+	if i := strings.Index(rest, "\n## "); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+var shBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
+
+func shBlocks(text string) []string {
+	var out []string
+	for _, m := range shBlock.FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// step is one shell command of the tour and what its output must contain.
+type step struct {
+	cmd    string
+	expect []string
+}
+
+// steps splits code blocks into commands (continuation lines ending in \ or | joined) and their "# =>"
+// expectations.
+func steps(blocks []string) []step {
+	var out []step
+	for _, b := range blocks {
+		var cur []string
+		for _, line := range strings.Split(b, "\n") {
+			trimmed := strings.TrimSpace(line)
+			if len(cur) == 0 {
+				if exp, ok := strings.CutPrefix(trimmed, "# =>"); ok && len(out) > 0 {
+					out[len(out)-1].expect = append(out[len(out)-1].expect, strings.TrimSpace(exp))
+					continue
+				}
+				if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+					continue
+				}
+			}
+			cur = append(cur, line)
+			if !strings.HasSuffix(trimmed, `\`) && !strings.HasSuffix(trimmed, "|") {
+				out = append(out, step{cmd: strings.Join(cur, "\n")})
+				cur = nil
+			}
+		}
+	}
+	return out
+}
+
+// TestREADMEQuickStart runs the README's run command and its five-minute tour as written, with three
+// substitutions: the local stack and the ports it listens on (free ones, so the test runs beside anything),
+// and the Temporal address of the reconcile command (which defaults to the local stack's usual port); the
+// payment simulator finds the API through HTTP_ADDR, as it would beside a stack started with it. Then it runs
+// the curl the stack printed for a first order.
+func TestREADMEQuickStart(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("the README's tour needs curl, which is not installed")
+	}
+	r := readREADME(t)
+	blocks := shBlocks(r.text)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no sh block")
+	}
+	quick := strings.Split(strings.TrimSpace(blocks[0]), "\n")
+	if len(quick) != 2 || strings.TrimSpace(quick[0]) != runCommand || strings.TrimSpace(quick[1]) != testCommand {
+		t.Fatalf("the README's first block is %q, want the two commands %q and %q", quick, runCommand, testCommand)
+	}
+	tour := steps(shBlocks(r.section(t, "Five-minute tour")))
+	if len(tour) < 5 {
+		t.Fatalf("the tour has %d commands", len(tour))
+	}
+
+	p := freePorts(t)
+	dir := t.TempDir()
+	api := fmt.Sprintf("%s:%d", localIP, p.http)
+	ui := fmt.Sprintf("%s:%d", localIP, p.ui)
+	replacer := strings.NewReplacer(
+		runCommand, `"$README_LOCALSTACK"`,
+		"127.0.0.1:8080", api,
+		"127.0.0.1:8233", ui,
+		"go run ./reconcile", fmt.Sprintf("TEMPORAL_ADDRESS=%s:%d go run ./reconcile", localIP, p.temporal),
+	)
+
+	// The script: the run command first (as the user does in the first terminal), then the tour, each
+	// command followed by a marker so that its output can be told apart.
+	var script strings.Builder
+	script.WriteString("set -eu\n")
+	all := append([]step{{cmd: runCommand, expect: []string{"Place a first order"}}}, tour...)
+	for i, s := range all {
+		fmt.Fprintf(&script, "%s\necho '@@@ %d'\n", replacer.Replace(s.cmd), i)
+	}
+
+	wrapper := filepath.Join(dir, "localstack.sh")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeWrapper(t, wrapper, self, dir, p)
+	t.Cleanup(func() { stopWrapped(t, dir) })
+
+	root, _ := filepath.Abs("..")
+	cmd := exec.Command("sh", "-c", script.String())
+	cmd.Dir = root
+	cmd.Env = append(scrubbedEnv(), "README_LOCALSTACK="+wrapper, "HTTP_ADDR="+api)
+	for k, v := range storeEnv(t) {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	outputs := splitOutputs(string(out), len(all))
+	for i, s := range all {
+		if i >= len(outputs) {
+			t.Fatalf("the tour stopped at %q (%v):\n%s\nstack stderr:\n%s", s.cmd, err, out, readFile(filepath.Join(dir, "stderr")))
+		}
+		for _, want := range s.expect {
+			if !strings.Contains(outputs[i], want) {
+				t.Errorf("README command\n  %s\nanswered\n  %s\nwhich lacks %q", s.cmd, strings.TrimSpace(outputs[i]), want)
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("the tour failed: %v\n%s", err, out)
+	}
+
+	// The curl the stack printed for a first order places one.
+	banner := readFile(filepath.Join(dir, "stdout"))
+	_, after, _ := strings.Cut(banner, "Place a first order:\n")
+	curl, _, _ := strings.Cut(strings.TrimSpace(after), "\n")
+	if !strings.HasPrefix(curl, "curl ") {
+		t.Fatalf("the stack printed no curl for a first order:\n%s", banner)
+	}
+	got, err := exec.Command("sh", "-c", curl).CombinedOutput()
+	if err != nil || !strings.Contains(string(got), `"status":"AWAITING_PAYMENT"`) {
+		t.Errorf("the printed curl\n  %s\nanswered %v\n  %s", curl, err, got)
+	}
+}
+
+// writeWrapper writes the script that stands in for `go run ./localstack`: it stops the stack it started
+// before (like Ctrl-C), starts the command again in the background on the test's ports and data directory,
+// and returns once it printed where everything is.
+func writeWrapper(t *testing.T, path, self, dir string, p ports) {
+	t.Helper()
+	args := strings.Join(p.args(filepath.Join(dir, "data"))[1:], " ")
+	script := fmt.Sprintf(`#!/bin/sh
+set -eu
+d=%[1]q
+if [ -f "$d/pid" ]; then
+  pid=$(cat "$d/pid")
+  kill -INT "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  rm -f "$d/pid"
+fi
+: >"$d/stdout"
+%[2]s=1 %[3]q %[4]s "$@" >"$d/stdout" 2>>"$d/stderr" &
+echo $! >"$d/pid"
+i=0
+until grep -q "Place a first order" "$d/stdout"; do
+  if ! kill -0 "$(cat "$d/pid")" 2>/dev/null; then cat "$d/stderr" >&2; exit 1; fi
+  i=$((i + 1)); if [ "$i" -gt 1200 ]; then echo "local stack not up after 2 minutes" >&2; exit 1; fi
+  sleep 0.1
+done
+cat "$d/stdout"
+`, dir, mainEnv, self, args)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stopWrapped stops the stack the wrapper left running, like Ctrl-C, and waits for it to exit.
+func stopWrapped(t *testing.T, dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return
+	}
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return
+	}
+	_ = proc.Signal(syscall.SIGINT)
+	deadline := time.Now().Add(time.Minute)
+	for proc.Signal(syscall.Signal(0)) == nil {
+		if time.Now().After(deadline) {
+			t.Errorf("the local stack (pid %d) did not stop within a minute of Ctrl-C; killing it", pid)
+			_ = proc.Kill()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// splitOutputs cuts the script's output at the markers echoed after each command.
+func splitOutputs(out string, n int) []string {
+	var res []string
+	rest := out
+	for i := 0; i < n; i++ {
+		marker := fmt.Sprintf("@@@ %d\n", i)
+		before, after, ok := strings.Cut(rest, marker)
+		if !ok {
+			break
+		}
+		res = append(res, before)
+		rest = after
+	}
+	return res
+}
+
+// scrubbedEnv is this process's environment without any variable ordersaga reads, so the tour sees what a
+// newcomer's shell has (CI's MYSQL_DSN and REDIS_ADDR come back through storeEnv, scoped to this test).
+func scrubbedEnv() []string {
+	read := readVariables()
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !read[k] {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// readVariables is every environment variable internal/config and internal/reconcile read.
+func readVariables() map[string]bool {
+	read := map[string]bool{}
+	record := func(name string) string { read[name] = true; return "" }
+	_, _ = config.FromEnv(record)
+	_, _ = reconcile.ConfigFromEnv(record)
+	return read
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// TestREADMEConfigurationTableListsEveryVariable keeps the configuration table in step with the code.
+func TestREADMEConfigurationTableListsEveryVariable(t *testing.T) {
+	t.Parallel()
+	sec := readREADME(t).section(t, "Configuration")
+	listed := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(sec))
+	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
+	inTable := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break // the first table only: the variables
+			}
+			continue
+		}
+		inTable = true
+		first := strings.Split(line, "|")[1]
+		for _, m := range name.FindAllStringSubmatch(first, -1) {
+			listed[m[1]] = true
+		}
+	}
+	read := readVariables()
+	var missing, extra []string
+	for k := range read {
+		if !listed[k] {
+			missing = append(missing, k)
+		}
+	}
+	for k := range listed {
+		if !read[k] {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	if len(missing) > 0 {
+		t.Errorf("README's configuration table lacks %v, which the code reads", missing)
+	}
+	if len(extra) > 0 {
+		t.Errorf("README's configuration table lists %v, which nothing reads", extra)
+	}
+}
+
+// TestREADMELinksResolve keeps the README's relative links pointing at files of the repository.
+func TestREADMELinksResolve(t *testing.T) {
+	t.Parallel()
+	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)
+	for _, m := range link.FindAllStringSubmatch(readREADME(t).text, -1) {
+		target := m[1]
+		if strings.Contains(target, "://") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("..", target)); err != nil {
+			t.Errorf("README.md links to %s: %v", target, err)
+		}
+	}
+}
