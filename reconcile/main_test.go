@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// The command runs one reconciliation through a worker and prints the summary and the run's anomalies.
+func TestRun_PrintsTheSummaryAndTheAnomalies(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dbPath := filepath.Join(t.TempDir(), "ordersaga.db")
+	store, err := activities.OpenDB(ctx, "", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	rs := activities.NewRedisStock(rdb, "", 0)
+	if err := store.SetInventory(ctx, "CMD", 10, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.SetAvailable(ctx, "CMD", 13); err != nil { // Redis promises 3 units too many
+		t.Fatal(err)
+	}
+	srv := temporaltest.NewServer(temporaltest.WithT(t))
+	srv.NewWorker(workflows.TaskQueue, func(r worker.Registry) {
+		workflows.Register(r, &activities.Activities{Redis: rs, Store: store})
+	})
+
+	env := map[string]string{
+		"TEMPORAL_ADDRESS": srv.GetFrontendHostPort(), "TEMPORAL_NAMESPACE": srv.GetDefaultNamespace(), "SQLITE_PATH": dbPath,
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"reconcile", "-grace", "1s"}, func(k string) string { return env[k] }, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"drifted=1", "drift_units=3 (over 3, under 0)", "avail_set=1",
+		"CMD", activities.KindAvailOver, activities.ActionSetAvail} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if avail, _, _ := rs.Available(ctx, "CMD"); avail != 10 {
+		t.Errorf("avail after the run = %d, want 10", avail)
+	}
+}
