@@ -3,6 +3,9 @@ package deploy_test
 import (
 	"bufio"
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,10 +26,13 @@ import (
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
-// The services built from this repository, and which configuration checks each must pass.
-var appServices = map[string]struct{ api bool }{
-	"worker":  {api: false},
-	"starter": {api: true},
+// The services built from this repository: whether each serves the API, and the directory of its main.
+var appServices = map[string]struct {
+	api  bool
+	main string
+}{
+	"worker":  {api: false, main: "worker"},
+	"starter": {api: true, main: "starter"},
 }
 
 func loadCompose(t *testing.T) *types.Project {
@@ -173,16 +179,61 @@ func environment(svc types.ServiceConfig) map[string]string {
 	return env
 }
 
+// mainVariables are the variables a command's own files read with getenv("…") or os.Getenv("…"), beside
+// its configuration packages.
+func mainVariables(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatalf("parse %s: %v", path, err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 1 {
+				return true
+			}
+			name := ""
+			switch fn := call.Fun.(type) {
+			case *ast.Ident:
+				name = fn.Name
+			case *ast.SelectorExpr:
+				name = fn.Sel.Name
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if (name == "getenv" || name == "Getenv") && ok && lit.Kind == token.STRING {
+				if v, err := strconv.Unquote(lit.Value); err == nil {
+					read[v] = true
+				}
+			}
+			return true
+		})
+	}
+	return read
+}
+
 func TestComposeAppEnvironmentMatchesConfig(t *testing.T) {
 	t.Parallel()
 	p := loadCompose(t)
-	known := configVariables(t)
 	for name, role := range appServices {
+		known := configVariables(t)
+		for k := range mainVariables(t, filepath.Join("..", role.main)) {
+			known[k] = true
+		}
 		svc := p.Services[name]
 		env := environment(svc)
 		for k := range env {
 			if !known[k] {
-				t.Errorf("%s: %s is set but internal/config does not read it (misspelt, or dead)", name, k)
+				t.Errorf("%s: %s is set but neither internal/config, internal/reconcile nor %s/ reads it (misspelt, or dead)", name, k, role.main)
 			}
 		}
 		cfg, err := config.FromEnv(func(k string) string { return env[k] })
