@@ -75,6 +75,9 @@ func (r *Runner) deliver(ctx context.Context, ev PaymentEvent, late bool, out Ou
 			r.mu.Unlock()
 			return
 		}
+		if ctx.Err() != nil {
+			return
+		}
 		r.stats.Record(OutError, a.Latency)
 		msg := string(a.Body)
 		if err != nil {
@@ -107,6 +110,9 @@ func (r *Runner) cancel(ctx context.Context, orderID string) {
 			snap.Status = o.Status
 		}
 		r.mu.Unlock()
+		return
+	}
+	if ctx.Err() != nil {
 		return
 	}
 	r.stats.Record(OutError, a.Latency)

@@ -112,39 +112,50 @@ func (r *Runner) buyer(ctx context.Context, seq int64) {
 func unknownOutcome(a Answer) bool { return a.Status == 0 || a.Status >= 500 }
 
 // resolve asks again, with the same key, for every buyer whose request got no usable answer, so that every
-// order the API created is known and followed; a few attempts each, a second apart. It returns how many
-// stay unknown.
+// order the API created is known and followed: up to three passes a few seconds apart, all bounded by
+// QuietTimeout (an overloaded stack may not answer at all). It returns how many stay unknown.
 func (r *Runner) resolve(ctx context.Context) int {
 	r.mu.Lock()
 	todo := r.unresolved
 	r.unresolved = nil
 	r.mu.Unlock()
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		left int
-	)
-	sem := make(chan struct{}, 32)
-	for _, p := range todo {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			for attempt := 0; attempt < 3; attempt++ {
-				if attempt > 0 && !sleepCtx(ctx, time.Second) {
-					break
-				}
-				a, ok := r.place(ctx, p, true)
-				if ok || !unknownOutcome(a) && !(a.Status == http.StatusConflict && !a.Problem.SoldOut()) {
-					return
-				}
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.QuietTimeout)
+	defer cancel()
+	for pass := 0; pass < 3 && len(todo) > 0; pass++ {
+		if pass > 0 && !sleepCtx(rctx, 2*time.Second) {
+			break
+		}
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			left []plan
+		)
+		sem := make(chan struct{}, 64)
+		for _, p := range todo {
+			select {
+			case sem <- struct{}{}:
+			case <-rctx.Done():
 			}
-			mu.Lock()
-			left++
-			mu.Unlock()
-		})
+			if rctx.Err() != nil {
+				mu.Lock()
+				left = append(left, p)
+				mu.Unlock()
+				continue
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				a, ok := r.place(rctx, p, true)
+				if !ok && (unknownOutcome(a) || a.Status == http.StatusConflict && !a.Problem.SoldOut()) {
+					mu.Lock()
+					left = append(left, p)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		todo = left
 	}
-	wg.Wait()
-	return left
+	return len(todo)
 }
 
 // resend sends the same request again; a 409 with Retry-After (the first is still deciding) is retried.
@@ -179,11 +190,11 @@ func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
 	if dup && out != OutError {
 		out = OutDuplicate
 	}
+	if out == OutError && ctx.Err() != nil {
+		return a, false // the run is stopping (or the resolution's time is up): not the stack's error
+	}
 	r.stats.Record(out, a.Latency)
 	if out == OutError {
-		if err == nil && ctx.Err() != nil {
-			return a, false
-		}
 		msg := string(a.Body)
 		if err != nil {
 			msg = err.Error()
