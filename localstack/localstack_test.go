@@ -206,3 +206,33 @@ func TestLocalStackNamesATakenPortAndItsFlag(t *testing.T) {
 		t.Errorf("%q does not name port %d and --%s", msg, p.ui, flagUIPort)
 	}
 }
+
+// TestLocalStackOnAnotherTemporal runs the stack in memory against a Temporal server it did not start
+// (TEMPORAL_ADDRESS): no server and no UI of its own, the rest as usual.
+func TestLocalStackOnAnotherTemporal(t *testing.T) {
+	t.Parallel()
+	p := freePorts(t)
+	other, err := devserver.FreePort(localIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := devserver.StartTemporal(t.Context(), devserver.TemporalOptions{
+		IP: localIP, FrontendPort: other, Namespace: "default", SearchAttributes: workflows.SearchAttributes(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	env := storeEnv(t)
+	env["TEMPORAL_ADDRESS"] = srv.Address()
+	args := append(p.args(t.TempDir()), "--ephemeral")
+	s := startStack(t, args, env, p)
+	if out := s.stdout.String(); !strings.Contains(out, srv.Address()+" (TEMPORAL_ADDRESS)") || strings.Contains(out, "Temporal UI") {
+		t.Errorf("the banner does not say it uses TEMPORAL_ADDRESS without a UI of its own:\n%s", out)
+	}
+	o := placeOrder(t, s.api, "other-temporal", "SKU-1", 1)
+	if res := pay(t, s.api, o); res != string(ordersaga.PaymentApplied) {
+		t.Errorf("payment: %s, want applied", res)
+	}
+	s.stop(t)
+}
