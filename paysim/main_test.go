@@ -27,6 +27,7 @@ func TestPaysim(t *testing.T) {
 	srv := httptest.NewServer(api.NewServer(api.Deps{
 		Temporal: env.Client, Store: env.Store, Redis: env.Redis, Currency: "CNY", PaymentTimeout: time.Minute,
 		WebhookSecrets: []string{secret}, AdminToken: "admin",
+		PlaceTimeout: 2 * time.Minute, UpdateTimeout: 2 * time.Minute,
 	}))
 	t.Cleanup(srv.Close)
 	getenv := func(k string) string {

@@ -47,6 +47,7 @@ func FuzzDecodeOrder(f *testing.F) {
 	srv := httptest.NewServer(api.NewServer(api.Deps{
 		Temporal: env.Client, Store: env.Store, Redis: env.Redis, Registry: reg, Currency: testCurrency,
 		PaymentTimeout: time.Minute, WebhookSecrets: []string{testSecret}, AdminToken: testAdmin,
+		PlaceTimeout: 2 * time.Minute,
 	}))
 	f.Cleanup(srv.Close)
 

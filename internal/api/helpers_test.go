@@ -60,6 +60,8 @@ func serveAPI(t *testing.T, env *sagatest.Env, change ...func(*api.Deps)) *apiEn
 		Temporal: env.Client, Store: env.Store, Redis: env.Redis, Registry: reg,
 		Currency: testCurrency, PaymentTimeout: time.Minute,
 		WebhookSecrets: []string{testSecret, testOldKey}, AdminToken: testAdmin,
+		// Generous waits: under -race on a loaded machine a reservation can take far longer than in production.
+		PlaceTimeout: 2 * time.Minute, UpdateTimeout: 2 * time.Minute,
 	}
 	for _, c := range change {
 		c(&d)
@@ -123,7 +125,7 @@ func (e *apiEnv) do(method, path string, body []byte, header map[string]string) 
 
 func doRequest(t testing.TB, method, url string, body []byte, header map[string]string) response {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
@@ -241,7 +243,7 @@ func (e *apiEnv) countRows(table, where string, args ...any) int64 {
 func (e *apiEnv) countWorkflows(query string, want int64) int64 {
 	e.t.Helper()
 	var got int64 = -1
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		res, err := e.Client.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: query})
 		if err != nil {
 			e.t.Fatal(err)

@@ -123,7 +123,7 @@ func TestOrderLifecycle(t *testing.T) {
 // waitClosed waits until the order's workflow has completed.
 func waitClosed(t *testing.T, e *apiEnv, orderID string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var o ordersaga.Order
 	if err := e.Client.GetWorkflow(ctx, workflows.OrderWorkflowID(orderID), "").Get(ctx, &o); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
@@ -190,14 +191,11 @@ func (p *placement) place(ctx context.Context, orderID string) (workflows.Reserv
 		defer cancel()
 		p.s.metrics.places.Inc()
 		res, err := orderclient.Place(ctx, p.s.Temporal, in)
-		var (
-			started   *serviceerror.WorkflowExecutionAlreadyStarted
-			exhausted *serviceerror.ResourceExhausted
-		)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		switch {
 		case errors.As(err, &started):
 			return p.s.closedReservation(ctx, orderID)
-		case err != nil && (ctx.Err() != nil || errors.As(err, &exhausted)):
+		case err != nil && (ctx.Err() != nil || isTimeoutOrBackoff(err)):
 			return res, fmt.Errorf("%w: %w", errStillDeciding, err)
 		}
 		return res, err
@@ -209,6 +207,18 @@ func (p *placement) place(ctx context.Context, orderID string) (workflows.Reserv
 	case <-ctx.Done():
 		return workflows.Reservation{}, fmt.Errorf("%w: %w", errStillDeciding, ctx.Err())
 	}
+}
+
+// isTimeoutOrBackoff reports an error after which the reservation may still be deciding: the wait for the
+// update timed out (the SDK's own deadline can fire just before the context's), or Temporal asked to back off.
+func isTimeoutOrBackoff(err error) bool {
+	var (
+		updateTimeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
+		deadline      *serviceerror.DeadlineExceeded
+		exhausted     *serviceerror.ResourceExhausted
+	)
+	return errors.As(err, &updateTimeout) || errors.As(err, &deadline) || errors.As(err, &exhausted) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // closedReservation rebuilds the reservation answer of an order whose workflow is closed: from the
