@@ -82,7 +82,7 @@ func (e *env) stock(t testing.TB, sku string, n int64) {
 // reconcileOnce runs one ReconcileWorkflow through the worker and returns its summary.
 func (e *env) reconcileOnce(t testing.TB, grace time.Duration) activities.ReconcileSummary {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, sum, err := reconcile.RunOnce(ctx, e.c, workflows.ReconcileInput{Grace: grace, BatchSize: 3})
 	if err != nil {
@@ -211,8 +211,17 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 			res.reserved.Add(1)
 			switch i % 3 {
 			case 0:
-				pr, err := orderclient.Pay(ctx, c, in.OrderID, workflows.PaymentSignal{
-					EventID: "evt-" + in.OrderID, AmountCents: r.Order.AmountCents, Currency: "CNY"})
+				var pr ordersaga.PaymentResult
+				for attempt := 0; attempt < 3; attempt++ { // the same event: applied once however often it comes
+					pr, err = orderclient.Pay(ctx, c, in.OrderID, workflows.PaymentSignal{
+						EventID: "evt-" + in.OrderID, AmountCents: r.Order.AmountCents, Currency: "CNY"})
+					if err == nil || ctx.Err() != nil {
+						break
+					}
+				}
+				if pr == ordersaga.PaymentDuplicate { // an earlier attempt was applied, its answer lost
+					pr = ordersaga.PaymentApplied
+				}
 				if err != nil || pr != ordersaga.PaymentApplied {
 					res.failed.Add(1)
 					t.Logf("pay %s: %v %v", in.OrderID, pr, err)
@@ -220,7 +229,12 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 				}
 				res.paid.Add(1)
 			case 1:
-				o, err := orderclient.Cancel(ctx, c, in.OrderID, "load test")
+				var o ordersaga.Order
+				for attempt := 0; attempt < 3; attempt++ {
+					if o, err = orderclient.Cancel(ctx, c, in.OrderID, "load test"); err == nil || ctx.Err() != nil {
+						break
+					}
+				}
 				if err != nil || o.Status != ordersaga.StatusCancelled {
 					res.failed.Add(1)
 					t.Logf("cancel %s: %v %v", in.OrderID, o.Status, err)

@@ -35,7 +35,7 @@ func TestReconcile_NoFalseRepairUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	skus := []string{"L-A", "L-B", "L-C", "L-D", "L-E"}
-	n := loadOrders(t, 2000, 300, 45)
+	n := loadOrders(t, 2000, 300, 36)
 	expected := map[string]int64{}
 	for _, sku := range skus {
 		// The paid orders alone ask for about n units in all: n/8+5 per SKU sells out part-way.
