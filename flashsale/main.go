@@ -31,7 +31,7 @@ var errUsage = errors.New("usage")
 
 // run is the whole command: 0 when the verdict is OK, 1 when it is not (or the run failed), 2 on bad usage.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, getenv, stderr)
+	cfg, rejudge, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -45,7 +45,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if f, ok := stderr.(*os.File); ok {
 		terminal = term.IsTerminal(int(f.Fd()))
 	}
-	rep, err := flashsale.Run(ctx, cfg, flashsale.Options{Progress: stderr, Terminal: terminal})
+	var rep *flashsale.Report
+	if rejudge != "" {
+		rep, err = flashsale.ReadReport(rejudge)
+		if err == nil {
+			rep, err = flashsale.Rejudge(ctx, cfg, flashsale.Options{}, rep)
+		}
+	} else {
+		rep, err = flashsale.Run(ctx, cfg, flashsale.Options{Progress: stderr, Terminal: terminal})
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "flashsale:", err)
 		return 1
@@ -63,8 +71,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return 0
 }
 
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (flashsale.Config, error) {
-	cfg := flashsale.DefaultConfig()
+// parseFlags reads the command line; rejudge is the report directory of --rejudge ("" for a run).
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cfg flashsale.Config, rejudge string, err error) {
+	cfg = flashsale.DefaultConfig()
 	cfg.Concurrency = 0
 	name := "flashsale"
 	if len(args) > 0 {
@@ -103,14 +112,30 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (fl
 	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", "", "also judge from this MySQL database (the stack's MYSQL_DSN)")
 	fs.StringVar(&cfg.SQLitePath, "sqlite-path", "", "also judge from this SQLite file (the local stack's database)")
 	fs.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: derived from the clock)")
+	fs.StringVar(&rejudge, "rejudge", "", "take the verdict of the run whose report is in this directory again, once the stack has settled, and rewrite its report there (or in --out); uses --target (default: the run's), --grace and the database flags")
 	if err := fs.Parse(args[min(1, len(args)):]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return cfg, err
+			return cfg, "", err
 		}
-		return cfg, errUsage
+		return cfg, "", errUsage
 	}
 	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return cfg, "", fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if rejudge != "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["target"] {
+			rep, err := flashsale.ReadReport(rejudge)
+			if err != nil {
+				return cfg, "", err
+			}
+			cfg.Target = rep.Param("target")
+		}
+		if !set["out"] {
+			cfg.Out = rejudge
+		}
+		return cfg, rejudge, nil
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 64
@@ -119,9 +144,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (fl
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, err
+		return cfg, "", err
 	}
-	return cfg, nil
+	return cfg, "", nil
 }
 
 func orDefault(v, def string) string {

@@ -9,7 +9,7 @@ import (
 
 func TestFlagsTakeSecretsFromTheEnvironment(t *testing.T) {
 	env := map[string]string{"ADMIN_TOKEN": "tok", "PAYMENT_WEBHOOK_SECRET": "new,old", "CURRENCY": "EUR"}
-	cfg, err := parseFlags([]string{"flashsale", "--rate", "100"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	cfg, _, err := parseFlags([]string{"flashsale", "--rate", "100"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

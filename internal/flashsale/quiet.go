@@ -36,7 +36,7 @@ func (r *Runner) waitQuiet(ctx context.Context) bool {
 		dbOpenErr error
 	)
 	for {
-		open := r.pollOpen(qctx)
+		open := r.pollOpen(qctx, false)
 		inv, holds := r.pollInventory(qctx)
 		if r.db != nil {
 			dbOpen, dbOpenErr = r.db.OpenOrders(qctx, r.skus)
@@ -61,8 +61,9 @@ func (r *Runner) waitQuiet(ctx context.Context) bool {
 }
 
 // pollOpen reads the orders that are not known to be final and could have moved (a follow-up is done
-// with them or their deadline has passed); it returns how many placed orders are still open.
-func (r *Runner) pollOpen(ctx context.Context) int {
+// with them or their deadline has passed; all of them when all is set); it returns how many placed orders
+// are still open.
+func (r *Runner) pollOpen(ctx context.Context, all bool) int {
 	now := r.opts.Now()
 	var due []string
 	open := 0
@@ -73,7 +74,7 @@ func (r *Runner) pollOpen(ctx context.Context) int {
 			continue
 		}
 		open++
-		if o.PayBy == nil || now.After(*o.PayBy) || o.Action == ActionPay || o.Action == ActionCancel {
+		if all || o.PayBy == nil || now.After(*o.PayBy) || o.Action == ActionPay || o.Action == ActionCancel {
 			due = append(due, id)
 		}
 	}

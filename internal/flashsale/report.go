@@ -41,18 +41,21 @@ type Report struct {
 	Payments map[string]map[string]int `json:"payments"`
 	Final    []SKUSnapshot             `json:"final_inventory"`
 	Verdict  Verdict                   `json:"verdict"`
-	cfg      Config
+	// Rejudged is when the verdict was last taken again (flashsale --rejudge); zero for the run's own.
+	Rejudged time.Time `json:"rejudged,omitzero"`
+	// Snapshot is everything the verdict was judged on (what --rejudge starts from).
+	Snapshot Snapshot `json:"snapshot"`
 }
 
 func (r *Runner) buildReport(started time.Time, snap Snapshot, v Verdict) *Report {
 	rep := &Report{
-		Tool: "ordersaga flashsale", RunID: r.cfg.RunID, Params: r.cfg.Params(), cfg: r.cfg, SKUs: r.skus,
+		Tool: "ordersaga flashsale", RunID: r.cfg.RunID, Params: r.cfg.Params(), SKUs: r.skus,
 		Started: started.UTC(), Finished: r.opts.Now().UTC(),
 		FireSeconds: r.fireEnd.Sub(r.fireStart).Seconds(), QuietSeconds: snap.TakenAt.Sub(r.fireEnd).Seconds(),
 		OfferedRate: r.cfg.Rate, Sent: r.sent.Load(), Skipped: r.skipped.Load(),
 		Counts: map[string]int64{}, Latency: r.stats.Latencies(), Throughput: r.stats.Throughput(),
 		Stock: map[string][]StockPoint{}, Orders: map[string]map[string]int{}, Payments: map[string]map[string]int{},
-		Final: snap.SKUs, Verdict: v,
+		Final: snap.SKUs, Verdict: v, Snapshot: snap,
 	}
 	for o := range nOutcomes {
 		rep.Counts[o.String()] = r.stats.Total(o)
@@ -66,6 +69,14 @@ func (r *Runner) buildReport(started time.Time, snap Snapshot, v Verdict) *Repor
 		rep.Stock[sku] = append([]StockPoint(nil), pts...)
 	}
 	r.mu.Unlock()
+	rep.tally()
+	return rep
+}
+
+// tally counts the orders by planned action and final status, and the webhook answers by kind.
+func (rep *Report) tally() {
+	rep.Orders, rep.Payments = map[string]map[string]int{}, map[string]map[string]int{}
+	snap := rep.Snapshot
 	for _, o := range snap.Orders {
 		if rep.Orders[o.Action] == nil {
 			rep.Orders[o.Action] = map[string]int{}
@@ -91,7 +102,6 @@ func (r *Runner) buildReport(started time.Time, snap Snapshot, v Verdict) *Repor
 			rep.Payments[kind]["failed_deliveries"] += p.Failed
 		}
 	}
-	return rep
 }
 
 // WriteFiles writes report.json and report.html into dir (created if missing) and returns their paths.
@@ -121,6 +131,16 @@ func (rep *Report) WriteFiles(dir string) (jsonPath, htmlPath string, err error)
 	return jsonPath, htmlPath, nil
 }
 
+// Param is the value of one of the run's parameters ("" when unknown).
+func (rep *Report) Param(name string) string {
+	for _, p := range rep.Params {
+		if p.Name == name {
+			return p.Value
+		}
+	}
+	return ""
+}
+
 // latencyOrder lists outcomes in the order the report shows them.
 func (rep *Report) latencyOrder() []string {
 	var out []string
@@ -134,12 +154,15 @@ func (rep *Report) latencyOrder() []string {
 
 // WriteSummary prints the run in a few lines: counts, latencies, outcomes, the verdict.
 func (rep *Report) WriteSummary(w io.Writer) {
-	p := rep.cfg
-	mode := fmt.Sprintf("closed loop, %d buyers in parallel", p.Concurrency)
-	if p.Rate > 0 {
-		mode = fmt.Sprintf("%.0f req/s offered, at most %d in flight", p.Rate, p.Concurrency)
+	mode := fmt.Sprintf("closed loop, %s buyers in parallel", rep.Param("concurrency"))
+	if rep.OfferedRate > 0 {
+		mode = fmt.Sprintf("%.0f req/s offered, at most %s in flight", rep.OfferedRate, rep.Param("concurrency"))
 	}
-	fmt.Fprintf(w, "flash sale %s on %s: %d SKU(s) × %d units, %s for %s\n", rep.RunID, p.Target, p.SKUs, p.Stock, mode, p.Duration)
+	fmt.Fprintf(w, "flash sale %s on %s: %d SKU(s) × %s units, %s for %s\n", rep.RunID, rep.Param("target"), len(rep.SKUs),
+		rep.Param("stock"), mode, rep.Param("duration"))
+	if !rep.Rejudged.IsZero() {
+		fmt.Fprintf(w, "  verdict taken again at %s\n", rep.Rejudged.Format(time.DateTime+" MST"))
+	}
 	fmt.Fprintf(w, "  buyers sent %d (skipped %d), answered %.0f/s: accepted %d, sold out %d, errors %d; resends %d\n",
 		rep.Sent, rep.Skipped, rep.AnsweredRate, rep.Counts["accepted"], rep.Counts["sold_out"], rep.Counts["error"], rep.Counts["duplicate"])
 	fmt.Fprintf(w, "  %-10s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms")

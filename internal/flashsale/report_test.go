@@ -35,7 +35,7 @@ func sampleReport(t testing.TB) *Report {
 	snap.SKUs[0].API.Holds = 1 // something to show among the findings
 	v := Check(snap)
 	rep := &Report{
-		Tool: "ordersaga flashsale", RunID: cfg.RunID, Params: cfg.Params(), cfg: cfg, SKUs: cfg.SKUNames(),
+		Tool: "ordersaga flashsale", RunID: cfg.RunID, Params: cfg.Params(), SKUs: cfg.SKUNames(), Snapshot: snap, OfferedRate: 100,
 		Started: t0, Finished: t0.Add(30 * time.Second), FireSeconds: 10, QuietSeconds: 5, Sent: 501,
 		Counts: map[string]int64{"accepted": 100, "sold_out": 500, "error": 1}, Latency: st.Latencies(),
 		Throughput: []ThroughputPoint{{T: 0, Counts: map[string]int64{"sold_out": 250, "accepted": 50}}, {T: 1, Counts: map[string]int64{"sold_out": 250, "accepted": 50, "error": 1}}},

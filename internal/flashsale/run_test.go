@@ -86,4 +86,17 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cfg.Out, "report.html")); err != nil {
 		t.Error(err)
 	}
+
+	// Taken again from the written report, the verdict stands.
+	back, err := flashsale.ReadReport(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := flashsale.Rejudge(ctx, cfg, flashsale.Options{DB: sqlDB}, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Verdict.OK() || again.Rejudged.IsZero() || len(again.Snapshot.Orders) != len(rep.Snapshot.Orders) {
+		t.Errorf("rejudged: OK=%v %+v, %d orders (run: %d)", again.Verdict.OK(), again.Verdict.Counts, len(again.Snapshot.Orders), len(rep.Snapshot.Orders))
+	}
 }

@@ -246,3 +246,41 @@ func TestCheckOpenOrderBeforeItsDeadlineIsNotStuckButNotQuiet(t *testing.T) {
 		t.Error("a run that was not quiet must not be OK")
 	}
 }
+
+func TestCheckOrderBeingCompensatedHoldsNothing(t *testing.T) {
+	// The workflow has decided EXPIRED and restored the database; releasing Redis and recording the close are
+	// still to come. Not quiet, but nothing is oversold.
+	s := cleanSnapshot()
+	payBy := ptr(t0.Add(-10 * time.Second))
+	s.Orders = append(s.Orders, OrderSnapshot{OrderID: "o8", Key: "k-o8", Lines: line(1), PayBy: payBy,
+		Action: ActionExpire, KeyOrderIDs: []string{"o8"}, Status: ordersaga.StatusExpired})
+	s.SKUs[0].API.RedisAvailable = ptr[int64](7)
+	s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o8", "A", "DEDUCT", 1}, LedgerRow{"o8", "A", "RESTORE", 1})
+	s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o8", Status: ordersaga.StatusAwaitingPayment, PayBy: payBy, Lines: line(1)})
+	s.Quiet = false
+	v := Check(s)
+	if got := v.BySource[SourceDB].OversoldUnits; got != 0 {
+		t.Errorf("db oversold = %d, want 0: %v", got, v.Findings)
+	}
+	if v.BySource[SourceDB].LostUnits != 0 || v.StuckOrders != 0 {
+		t.Errorf("counts %+v, want no lost units in the database view and nothing stuck", v.Counts)
+	}
+}
+
+func TestCheckUnknownOutcomesLeaveConservationToTheDatabase(t *testing.T) {
+	// An order the run never heard of holds a unit: the API view cannot tell it from a lost one.
+	s := cleanSnapshot()
+	s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 7, ptr[int64](7)
+	s.DB.Stock["A"] = 7
+	s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o-unknown", "A", "DEDUCT", 1})
+	s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o-unknown", Status: ordersaga.StatusAwaitingPayment, PayBy: ptr(t0.Add(time.Minute)), Lines: line(1)})
+	s.UnknownOutcomes = 1
+	v := Check(s)
+	if v.Counts != (Counts{}) {
+		t.Errorf("counts %+v, want 0: %v", v.Counts, v.Findings)
+	}
+	s.DB = nil
+	if v := Check(s); v.LostUnits != 1 {
+		t.Errorf("without the database the API view must still report the unit (lost %d)", v.LostUnits)
+	}
+}
