@@ -16,8 +16,10 @@ type bareInput struct {
 	PaymentTimeout time.Duration
 	// Local runs the two steps as local activities (as OrderWorkflow does), else as activities.
 	Local bool
-	// Upsert sets the OrderStatus search attribute at start and on AWAITING_PAYMENT, as OrderWorkflow does.
-	Upsert bool
+	// Upserts is how many search-attribute upserts the workflow makes: 2 as OrderWorkflow (OrderStatus and
+	// OrderSKUs at start, OrderStatus and PaymentDeadline on AWAITING_PAYMENT), 1 when the starter passes the
+	// first set with the start options (the candidate), 0 none.
+	Upserts int
 }
 
 // BareOrderWorkflow is the limit of layer 3: Update-with-Start answers from an update that waits for two
@@ -30,7 +32,7 @@ func BareOrderWorkflow(ctx workflow.Context, in bareInput) (string, error) {
 	}); err != nil {
 		return "", err
 	}
-	if in.Upsert {
+	if in.Upserts == 2 {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.SAOrderStatus.ValueSet(status),
 			workflows.SAOrderSKUs.ValueSet([]string{hotSKU})); err != nil {
 			return "", err
@@ -51,7 +53,7 @@ func BareOrderWorkflow(ctx workflow.Context, in bareInput) (string, error) {
 		}
 	}
 	status = "AWAITING_PAYMENT"
-	if in.Upsert {
+	if in.Upserts > 0 {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.SAOrderStatus.ValueSet(status),
 			workflows.SAPaymentDeadline.ValueSet(workflow.Now(ctx).Add(in.PaymentTimeout))); err != nil {
 			return "", err
