@@ -110,3 +110,28 @@ func (s *Store) NextIdempotencyGeneration(ctx context.Context, userID, key strin
 	}
 	return nil
 }
+
+// IdempotencyKeyRef names one row of idempotency_keys, for paging through them.
+type IdempotencyKeyRef struct {
+	ID     int64
+	UserID string
+	Key    string
+}
+
+// IdempotencyKeysAfter returns up to limit rows of idempotency_keys with an id above afterID, in id order.
+func (s *Store) IdempotencyKeysAfter(ctx context.Context, afterID int64, limit int) ([]IdempotencyKeyRef, error) {
+	var rows []struct {
+		ID      int64
+		UserID  string
+		IdemKey string
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT id, user_id, idem_key FROM idempotency_keys WHERE id > ? ORDER BY id LIMIT ?`,
+		afterID, limit).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("idempotency keys: %w", err)
+	}
+	out := make([]IdempotencyKeyRef, len(rows))
+	for i, r := range rows {
+		out[i] = IdempotencyKeyRef{ID: r.ID, UserID: r.UserID, Key: r.IdemKey}
+	}
+	return out, nil
+}

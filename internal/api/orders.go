@@ -36,9 +36,9 @@ const (
 	outcomeError           = "error"
 )
 
-// handlePlaceOrder is POST /v1/orders: validate, check the SKUs exist, claim the idempotency key, refuse from
-// the sold-out fast path when Redis already says no, else place the order (Update-with-Start) and answer
-// once the reservation is decided.
+// handlePlaceOrder is POST /v1/orders: validate, check the SKUs exist, refuse from the sold-out fast path when
+// Redis already says no and the key has no state (one Redis round trip, no database), else claim the
+// idempotency key, check again, place the order (Update-with-Start) and answer once the reservation is decided.
 func (s *server) handlePlaceOrder() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(headerIdempotencyKey)
@@ -89,10 +89,27 @@ func (p *placement) run() string {
 		p.unknownSKU(unknown)
 		return outcomeUnknownSKU
 	}
+	// The fast path: in a flash sale almost every request ends here, so it reads Redis only. It may only
+	// refuse, and only a key without state in the database (whose first answer was never kept).
+	marker := OrderID(p.req.UserID, p.key, 0)
+	fast, err := p.s.checkOrder(ctx, marker, p.lines)
+	if err != nil {
+		return p.unavailable("redis", err)
+	}
+	if fast.Refuse() {
+		p.soldOut(fast.SoldOutSKU)
+		return outcomeSoldOutFastPath
+	}
 	store := p.s.Store
-	rec, _, err := store.ClaimIdempotencyKey(ctx, p.req.UserID, p.key, p.req.fingerprint(), OrderID(p.req.UserID, p.key, 0))
+	rec, _, err := store.ClaimIdempotencyKey(ctx, p.req.UserID, p.key, p.req.fingerprint(), marker)
 	if err != nil {
 		return p.unavailable("database", err)
+	}
+	// Marked after the row is written: a key with a row always has a marker, or the markers are not ready.
+	if !fast.Claimed {
+		if err := p.s.Redis.MarkClaimed(ctx, marker); err != nil {
+			return p.unavailable("redis", err)
+		}
 	}
 	if rec.Fingerprint != p.req.fingerprint() {
 		pr := newProblem(kindKeyReused, "this Idempotency-Key was first used with another request body; use a new key for a new order")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ordersaga/ordersaga"
@@ -230,6 +231,47 @@ func TestPlaceOrder_SoldOut(t *testing.T) {
 		}
 	})
 
+	t.Run("fast_path_keeps_no_state_and_keys_with_state_still_answer", func(t *testing.T) {
+		e.Stock(t, "FAST-3", 2, 100)
+		body := orderBody("u-f3", ordersaga.Line{SKU: "FAST-3", Qty: 1})
+		placed := map[string]response{}
+		for _, key := range []string{"k-f3-a", "k-f3-b"} {
+			r := e.place(key, body)
+			if r.status != http.StatusCreated {
+				t.Fatalf("order %s: %s", key, r)
+			}
+			placed[key] = r
+		}
+		waitFastPath(t, e, "u-f3", body)
+
+		// A key with state answers from it, though the SKU is sold out: its first answer, or 422.
+		again := e.place("k-f3-a", body)
+		if again.status != http.StatusCreated || !bytes.Equal(again.body, placed["k-f3-a"].body) || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("replay of a placed key on a sold-out SKU: %s, want the first answer replayed", again)
+		}
+		e.place("k-f3-a", orderBody("u-f3", ordersaga.Line{SKU: "FAST-3", Qty: 2})).wantProblem(t, http.StatusUnprocessableEntity, "idempotency-key-reused")
+
+		// Redis loses the markers (a restart without persistence; the stock counter is reloaded from the
+		// database as reconciliation does): the fast path is off until the markers are backfilled from the
+		// database, and a placed key still replays meanwhile and after.
+		prefix := strings.TrimSuffix(e.Redis.ClaimKey(""), "idem:")
+		wiped := deleteKeys(t, e.Redis.Client(), prefix+"idem:*", prefix+"{idem}:*")
+		if wiped < 3 {
+			t.Fatalf("wiped %d marker keys, want at least the 2 placed keys' and ready", wiped)
+		}
+		if r := e.place("k-f3-a", body); r.status != http.StatusCreated || !bytes.Equal(r.body, placed["k-f3-a"].body) {
+			t.Errorf("replay while the markers are gone: %s", r)
+		}
+		waitFastPath(t, e, "u-f3", body)
+		n, err := e.Redis.Client().Exists(ctx, e.Redis.ClaimKey(api.OrderID("u-f3", "k-f3-b", 0))).Result()
+		if err != nil || n != 1 {
+			t.Errorf("marker of k-f3-b after the backfill: %d %v, want it back", n, err)
+		}
+		if r := e.place("k-f3-b", body); r.status != http.StatusCreated || !bytes.Equal(r.body, placed["k-f3-b"].body) {
+			t.Errorf("replay after the backfill: %s", r)
+		}
+	})
+
 	t.Run("saga_sold_out_is_409_and_the_key_succeeds_later", func(t *testing.T) {
 		// Redis promises 5 but the database (the truth) has 0: the saga reserves, the deduct refuses.
 		if err := e.Store.SetInventory(ctx, "SAGA-1", 0, 700); err != nil {
@@ -269,6 +311,45 @@ func TestPlaceOrder_SoldOut(t *testing.T) {
 			t.Errorf("replay after the success: %s, want %s", again, r)
 		}
 	})
+}
+
+// waitFastPath waits until the sold-out fast path answers a new key of user with body without a trace in the
+// database: 409 sold-out and no idempotency_keys row (the markers it needs are backfilled in the background
+// when a server starts or finds them gone).
+func waitFastPath(t *testing.T, e *apiEnv, user, body string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("k-probe-%d-%d", time.Now().UnixNano(), i)
+		e.place(key, body).wantProblem(t, http.StatusConflict, "sold-out")
+		if e.countRows("idempotency_keys", "user_id = ? AND idem_key = ?", user, key) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sold-out fast path still writes to the database after a minute")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// deleteKeys deletes the keys matching each pattern and returns how many it deleted.
+func deleteKeys(t *testing.T, rdb redis.UniversalClient, patterns ...string) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for _, pattern := range patterns {
+		keys, err := rdb.Keys(ctx, pattern).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) > 0 {
+			if err := rdb.Del(ctx, keys...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n += len(keys)
+	}
+	return n
 }
 
 // TestPlaceOrder_ConcurrentSameKey: 50 requests with one key at once, spread over five API servers (as over

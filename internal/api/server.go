@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,6 +58,8 @@ type server struct {
 	known sync.Map
 	// placing shares one Update-with-Start among the concurrent requests for one order ID.
 	placing singleflight.Group
+	// filling is true while this process backfills the idempotency markers of the sold-out fast path.
+	filling atomic.Bool
 }
 
 // NewServer returns the order API's handler with every route of routes.go.
@@ -80,6 +83,7 @@ func NewServer(d Deps) http.Handler {
 		d.Now = time.Now
 	}
 	s := &server{Deps: d, metrics: NewMetrics(d.Registry)}
+	s.fillClaimsInBackground()
 	mux := http.NewServeMux()
 	addRoutes(mux, s)
 	return s.metrics.instrument(problemsForUnmatched(mux))

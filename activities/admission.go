@@ -1,0 +1,136 @@
+package activities
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// The order API's sold-out fast path answers 409 from Redis alone, without touching the database, when a SKU
+// of the order has too few units left AND the request's Idempotency-Key has no state in the database (a key
+// that does must answer as before: a replay of its first answer, or 422 for another body). Redis therefore
+// mirrors which keys have a row in idempotency_keys, with one marker per key, set after the row is written.
+// A Redis that lost its data (a restart without persistence) loses the markers too: the "ready" key says the
+// markers are complete, and is set only by a backfill from the database that ran entirely on this Redis
+// (BeginClaimsBackfill's token still there at FinishClaimsBackfill). Until then the fast path stays off.
+//
+// Keys: prefix+"idem:"+marker per key (the marker is the key's generation-0 order ID), and
+// prefix+"{idem}:ready" / prefix+"{idem}:filling" (one hash slot, for the compare-and-set).
+
+// ClaimKey is the Redis key of one idempotency key's marker.
+func (r *RedisStock) ClaimKey(marker string) string { return r.prefix + "idem:" + marker }
+
+func (r *RedisStock) claimsReadyKey() string   { return r.prefix + "{idem}:ready" }
+func (r *RedisStock) claimsFillingKey() string { return r.prefix + "{idem}:filling" }
+
+// FastCheck is what Redis says about one order request, from one round trip.
+type FastCheck struct {
+	// Ready is true when the markers are complete (else Claimed means nothing and the fast path is off).
+	Ready bool
+	// Claimed is true when the request's key has a marker: its state is in the database.
+	Claimed bool
+	// SoldOutSKU is the first line's SKU that Redis has loaded with fewer units than the line asks for ("" when
+	// Redis does not say no; a SKU not loaded is left to the workflow, which fails closed).
+	SoldOutSKU string
+}
+
+// Refuse reports whether the fast path may answer sold out: Redis says no, and the key has no state to answer.
+func (c FastCheck) Refuse() bool { return c.Ready && !c.Claimed && c.SoldOutSKU != "" }
+
+// CheckOrder reads, in one pipelined round trip, the readiness of the markers, the marker of one key and the
+// available units of every line's SKU.
+func (r *RedisStock) CheckOrder(ctx context.Context, marker string, lines []ordersaga.Line) (FastCheck, error) {
+	var (
+		ready   *redis.IntCmd
+		claimed *redis.IntCmd
+		avail   = make([]*redis.StringCmd, len(lines))
+	)
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ready = p.Exists(ctx, r.claimsReadyKey())
+		claimed = p.Exists(ctx, r.ClaimKey(marker))
+		for i, l := range lines {
+			avail[i] = p.Get(ctx, r.AvailKey(l.SKU))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return FastCheck{}, fmt.Errorf("check order: %w", err)
+	}
+	c := FastCheck{Ready: ready.Val() > 0, Claimed: claimed.Val() > 0}
+	for i, l := range lines {
+		n, err := avail[i].Int64()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return FastCheck{}, fmt.Errorf("check order: available %s: %w", l.SKU, err)
+		}
+		if n < l.Qty {
+			c.SoldOutSKU = l.SKU
+			break
+		}
+	}
+	return c, nil
+}
+
+// MarkClaimed sets the markers of keys that have a row in idempotency_keys (no expiry: the rows have none).
+func (r *RedisStock) MarkClaimed(ctx context.Context, markers ...string) error {
+	if len(markers) == 0 {
+		return nil
+	}
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, m := range markers {
+			p.Set(ctx, r.ClaimKey(m), 1, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark idempotency keys claimed: %w", err)
+	}
+	return nil
+}
+
+// ClaimsReady reports whether the markers are complete.
+func (r *RedisStock) ClaimsReady(ctx context.Context) (bool, error) {
+	n, err := r.rdb.Exists(ctx, r.claimsReadyKey()).Result()
+	if err != nil {
+		return false, fmt.Errorf("idempotency markers ready: %w", err)
+	}
+	return n > 0, nil
+}
+
+// BeginClaimsBackfill starts a backfill of the markers: it returns the token FinishClaimsBackfill checks.
+// Concurrent backfills (several API processes) are harmless: whichever finishes while its token is current
+// sets ready, and each of them covered every row written before it began.
+func (r *RedisStock) BeginClaimsBackfill(ctx context.Context) (string, error) {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	if err := r.rdb.Set(ctx, r.claimsFillingKey(), token, 0).Err(); err != nil {
+		return "", fmt.Errorf("begin idempotency marker backfill: %w", err)
+	}
+	return token, nil
+}
+
+var finishBackfill = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[2], '1')
+  return 1
+end
+return 0`)
+
+// FinishClaimsBackfill sets ready when token is still the current backfill's: if Redis lost its data since
+// BeginClaimsBackfill, the token is gone with the markers written meanwhile, and ready stays unset.
+func (r *RedisStock) FinishClaimsBackfill(ctx context.Context, token string) (bool, error) {
+	n, err := finishBackfill.Run(ctx, r.rdb, []string{r.claimsFillingKey(), r.claimsReadyKey()}, token).Int64()
+	if err != nil {
+		return false, fmt.Errorf("finish idempotency marker backfill: %w", err)
+	}
+	return n == 1, nil
+}
