@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -43,40 +45,125 @@ type FastCheck struct {
 // Refuse reports whether the fast path may answer sold out: Redis says no, and the key has no state to answer.
 func (c FastCheck) Refuse() bool { return c.Ready && !c.Claimed && c.SoldOutSKU != "" }
 
-// CheckOrder reads, in one pipelined round trip, the readiness of the markers, the marker of one key and the
-// available units of every line's SKU.
+// CheckOrder reads the readiness of the markers, the marker of one key and the available units of every
+// line's SKU. Concurrent calls share pipelined round trips (a flash sale's rejections are thousands per
+// second on one SKU): a call joins the next round trip that leaves, at most maxCheckTrips in flight, so a
+// lone call costs one round trip and a crowd a fraction of one each.
 func (r *RedisStock) CheckOrder(ctx context.Context, marker string, lines []ordersaga.Line) (FastCheck, error) {
+	req := &checkReq{marker: marker, lines: lines, done: make(chan struct{})}
+	r.checks.add(req)
+	select {
+	case <-req.done:
+		return req.res, req.err
+	case <-ctx.Done():
+		return FastCheck{}, fmt.Errorf("check order: %w", ctx.Err())
+	}
+}
+
+const (
+	maxCheckTrips = 8                // round trips of CheckOrder in flight at once
+	maxCheckBatch = 256              // calls answered by one round trip at most
+	checkTimeout  = 10 * time.Second // of one round trip (the client's own read/write timeouts come first)
+)
+
+type checkReq struct {
+	marker string
+	lines  []ordersaga.Line
+	res    FastCheck
+	err    error
+	done   chan struct{}
+}
+
+// checkBatcher gathers concurrent CheckOrder calls: a caller queues its request and, when fewer than
+// maxCheckTrips senders run, starts one; each sender takes what is queued, sends it as one pipeline, and
+// goes on until the queue is empty. Nothing waits for a batch to fill.
+type checkBatcher struct {
+	rs      *RedisStock
+	mu      sync.Mutex
+	queue   []*checkReq
+	senders int
+}
+
+func (b *checkBatcher) add(req *checkReq) {
+	b.mu.Lock()
+	b.queue = append(b.queue, req)
+	start := b.senders < maxCheckTrips
+	if start {
+		b.senders++
+	}
+	b.mu.Unlock()
+	if start {
+		go b.send()
+	}
+}
+
+func (b *checkBatcher) send() {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxCheckBatch)
+		if n == 0 {
+			b.senders--
+			b.mu.Unlock()
+			return
+		}
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		if len(b.queue) == 0 {
+			b.queue = nil
+		}
+		b.mu.Unlock()
+		b.rs.checkBatch(batch)
+		for _, req := range batch {
+			close(req.done)
+		}
+	}
+}
+
+// checkBatch answers a batch in one pipelined round trip: EXISTS of ready once, EXISTS of each marker, GET of
+// each SKU's counter once.
+func (r *RedisStock) checkBatch(batch []*checkReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
 	var (
 		ready   *redis.IntCmd
-		claimed *redis.IntCmd
-		avail   = make([]*redis.StringCmd, len(lines))
+		claimed = make([]*redis.IntCmd, len(batch))
+		avail   = map[string]*redis.StringCmd{}
 	)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		ready = p.Exists(ctx, r.claimsReadyKey())
-		claimed = p.Exists(ctx, r.ClaimKey(marker))
-		for i, l := range lines {
-			avail[i] = p.Get(ctx, r.AvailKey(l.SKU))
+		for i, req := range batch {
+			claimed[i] = p.Exists(ctx, r.ClaimKey(req.marker))
+			for _, l := range req.lines {
+				if avail[l.SKU] == nil {
+					avail[l.SKU] = p.Get(ctx, r.AvailKey(l.SKU))
+				}
+			}
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return FastCheck{}, fmt.Errorf("check order: %w", err)
+		for _, req := range batch {
+			req.err = fmt.Errorf("check order: %w", err)
+		}
+		return
 	}
-	c := FastCheck{Ready: ready.Val() > 0, Claimed: claimed.Val() > 0}
-	for i, l := range lines {
-		n, err := avail[i].Int64()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
-		if err != nil {
-			return FastCheck{}, fmt.Errorf("check order: available %s: %w", l.SKU, err)
-		}
-		if n < l.Qty {
-			c.SoldOutSKU = l.SKU
-			break
+	for i, req := range batch {
+		req.res = FastCheck{Ready: ready.Val() > 0, Claimed: claimed[i].Val() > 0}
+		for _, l := range req.lines {
+			n, err := avail[l.SKU].Int64()
+			if errors.Is(err, redis.Nil) {
+				continue
+			}
+			if err != nil {
+				req.err = fmt.Errorf("check order: available %s: %w", l.SKU, err)
+				break
+			}
+			if n < l.Qty {
+				req.res.SoldOutSKU = l.SKU
+				break
+			}
 		}
 	}
-	return c, nil
 }
 
 // MarkClaimed sets the markers of keys that have a row in idempotency_keys (no expiry: the rows have none).

@@ -60,6 +60,7 @@ type RedisStock struct {
 	reserve   *redis.Script
 	release   *redis.Script
 	confirm   *redis.Script
+	checks    checkBatcher // CheckOrder's round trips, shared by concurrent callers
 }
 
 // NewRedisStock wraps a client. prefix is put in front of every key (tests use one per test; production
@@ -68,7 +69,7 @@ func NewRedisStock(rdb redis.UniversalClient, prefix string, markerTTL time.Dura
 	if markerTTL <= 0 {
 		markerTTL = defaultMarkTTL
 	}
-	return &RedisStock{
+	r := &RedisStock{
 		rdb:       rdb,
 		prefix:    prefix,
 		markerTTL: markerTTL,
@@ -76,6 +77,8 @@ func NewRedisStock(rdb redis.UniversalClient, prefix string, markerTTL time.Dura
 		release:   redis.NewScript(releaseLua),
 		confirm:   redis.NewScript(confirmLua),
 	}
+	r.checks.rs = r
+	return r
 }
 
 // Client returns the underlying client.

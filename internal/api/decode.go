@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // MaxBodyBytes is the largest request body the API reads (API.md: bodies over 64 KiB are rejected).
@@ -41,7 +42,76 @@ func decodeStrict(data []byte, dst any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("trailing data after the JSON value")
 	}
-	return exactFields(json.RawMessage(data), reflect.TypeOf(dst).Elem(), "")
+	t := reflect.TypeOf(dst).Elem()
+	if names := jsonNames(t); names != nil && keysAmong(data, names) {
+		// Every key is exactly a field name of some level, and the decoder matched each, ignoring case, to a
+		// field of its own level; lowercase ASCII names that differ never match ignoring case: exact.
+		return nil
+	}
+	return exactFields(json.RawMessage(data), t, "")
+}
+
+// fieldNames caches jsonNames per type.
+var fieldNames sync.Map // reflect.Type -> map[string]bool
+
+// jsonNames returns the json names of the fields of struct type t and of the structs it holds, at any depth;
+// nil when one is not lowercase ASCII (then only exactFields can tell).
+func jsonNames(t reflect.Type) map[string]bool {
+	if v, ok := fieldNames.Load(t); ok {
+		return v.(map[string]bool)
+	}
+	names := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				names[name] = true
+			}
+			walk(f.Type)
+		}
+	}
+	walk(t)
+	for name := range names {
+		if strings.ToLower(name) != name || strings.IndexFunc(name, func(r rune) bool { return r >= 0x80 }) >= 0 {
+			names = nil
+			break
+		}
+	}
+	fieldNames.Store(t, names)
+	return names
+}
+
+// keysAmong reports whether every object key in the JSON text data is exactly one of names, by a scan that
+// allocates nothing; false also when a key holds an escape (exactFields decides then).
+func keysAmong(data []byte, names map[string]bool) bool {
+	for i := 0; i < len(data); i++ {
+		if data[i] != '"' {
+			continue
+		}
+		start, escaped := i+1, false
+		for i++; i < len(data) && data[i] != '"'; i++ {
+			if data[i] == '\\' {
+				escaped = true
+				i++
+			}
+		}
+		end := i
+		j := i + 1
+		for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r') {
+			j++
+		}
+		if j < len(data) && data[j] == ':' && (escaped || !names[string(data[start:end])]) {
+			return false
+		}
+	}
+	return true
 }
 
 // exactFields checks that every object key in raw is exactly a json tag of the struct type t (recursively
