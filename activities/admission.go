@@ -221,3 +221,58 @@ func (r *RedisStock) FinishClaimsBackfill(ctx context.Context, token string) (bo
 	}
 	return n == 1, nil
 }
+
+// Admission is the units Admit counted for one placement; Done takes them off again.
+type Admission struct {
+	rs    *RedisStock
+	lines []ordersaga.Line
+}
+
+// Admit is the order API's gate before it starts a workflow (lua/admit.lua): per line, it counts the units
+// as being placed unless that would take the SKU's count of units being placed past what Redis has left; a
+// refused line undoes the lines admitted before it, and its SKU is returned ("" when every line is
+// admitted). A SKU Redis has not loaded is admitted uncounted (the workflow fails closed). ttl bounds how
+// long a count outlives its last admission, so units counted by a process that died are freed eventually.
+// The caller calls Done on the Admission once the reservation is decided or the wait is given up.
+func (r *RedisStock) Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*Admission, string, error) {
+	a := &Admission{rs: r}
+	secs := max(int64(ttl/time.Second), 1)
+	for _, l := range lines {
+		code, err := r.admit.Run(ctx, r.rdb, []string{r.AvailKey(l.SKU), r.AdmittingKey(l.SKU)}, l.Qty, secs).Int64()
+		if err != nil {
+			a.Done(context.WithoutCancel(ctx))
+			return nil, "", fmt.Errorf("admit %s: %w", l.SKU, err)
+		}
+		switch code {
+		case 0:
+			a.Done(context.WithoutCancel(ctx))
+			return nil, l.SKU, nil
+		case 1:
+			a.lines = append(a.lines, l)
+		}
+	}
+	return a, "", nil
+}
+
+// Done takes the admitted units off the counts (best effort: a count that cannot be lowered expires).
+func (a *Admission) Done(ctx context.Context) {
+	if a == nil {
+		return
+	}
+	for _, l := range a.lines {
+		_ = a.rs.unadmit.Run(ctx, a.rs.rdb, []string{a.rs.AdmittingKey(l.SKU)}, l.Qty).Err()
+	}
+	a.lines = nil
+}
+
+// Admitting returns the units of sku counted as being placed right now.
+func (r *RedisStock) Admitting(ctx context.Context, sku string) (int64, error) {
+	n, err := r.rdb.Get(ctx, r.AdmittingKey(sku)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("admitting %s: %w", sku, err)
+	}
+	return n, nil
+}

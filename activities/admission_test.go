@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -74,4 +76,74 @@ func TestCheckOrder(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestAdmit: the gate never counts more units being placed than Redis has left, a refused multi-line order
+// undoes its admitted lines, and Done frees the units.
+func TestAdmit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rs := testenv.MustOpenRedis(t)
+	if err := rs.SetAvailable(ctx, "AD-1", 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.SetAvailable(ctx, "AD-2", 1); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		admitted []*activities.Admission
+		refused  int
+		wg       sync.WaitGroup
+	)
+	for range 100 {
+		wg.Go(func() {
+			a, sku, err := rs.Admit(ctx, []ordersaga.Line{{SKU: "AD-1", Qty: 1}}, time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Error(err)
+			case sku == "AD-1":
+				refused++
+			default:
+				admitted = append(admitted, a)
+			}
+		})
+	}
+	wg.Wait()
+	if len(admitted) != 10 || refused != 90 {
+		t.Fatalf("admitted %d, refused %d; want 10 and 90", len(admitted), refused)
+	}
+	if n, err := rs.Admitting(ctx, "AD-1"); err != nil || n != 10 {
+		t.Fatalf("admitting %d %v, want 10", n, err)
+	}
+	admitted[0].Done(ctx)
+	admitted[0].Done(ctx) // twice: counted once
+	if n, _ := rs.Admitting(ctx, "AD-1"); n != 9 {
+		t.Fatalf("admitting after one Done: %d, want 9", n)
+	}
+
+	// AD-1 has one unit free, AD-2 one unit; an order of both with 2 of AD-2 is refused on AD-2 and takes
+	// nothing of AD-1.
+	a, sku, err := rs.Admit(ctx, []ordersaga.Line{{SKU: "AD-1", Qty: 1}, {SKU: "AD-2", Qty: 2}}, time.Minute)
+	if err != nil || sku != "AD-2" || a != nil {
+		t.Fatalf("order over AD-2: %v %q %v, want refused on AD-2", a, sku, err)
+	}
+	if n, _ := rs.Admitting(ctx, "AD-1"); n != 9 {
+		t.Fatalf("admitting of AD-1 after a refused order: %d, want 9", n)
+	}
+	// A SKU Redis has not loaded is admitted and not counted (the workflow fails closed).
+	if a, sku, err := rs.Admit(ctx, []ordersaga.Line{{SKU: "AD-NOT-LOADED", Qty: 5}}, time.Minute); err != nil || sku != "" || a == nil {
+		t.Fatalf("not loaded: %v %q %v", a, sku, err)
+	}
+	if n, _ := rs.Admitting(ctx, "AD-NOT-LOADED"); n != 0 {
+		t.Fatalf("a SKU not loaded was counted: %d", n)
+	}
+	for _, a := range admitted[1:] {
+		a.Done(ctx)
+	}
+	if n, _ := rs.Admitting(ctx, "AD-1"); n != 0 {
+		t.Fatalf("admitting after every Done: %d, want 0", n)
+	}
 }

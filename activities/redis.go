@@ -18,6 +18,10 @@ var (
 	releaseLua string
 	//go:embed lua/confirm.lua
 	confirmLua string
+	//go:embed lua/admit.lua
+	admitLua string
+	//go:embed lua/unadmit.lua
+	unadmitLua string
 )
 
 // Codes returned by the Lua scripts (see lua/*.lua).
@@ -60,6 +64,8 @@ type RedisStock struct {
 	reserve   *redis.Script
 	release   *redis.Script
 	confirm   *redis.Script
+	admit     *redis.Script
+	unadmit   *redis.Script
 	checks    checkBatcher // CheckOrder's round trips, shared by concurrent callers
 }
 
@@ -76,6 +82,8 @@ func NewRedisStock(rdb redis.UniversalClient, prefix string, markerTTL time.Dura
 		reserve:   redis.NewScript(reserveLua),
 		release:   redis.NewScript(releaseLua),
 		confirm:   redis.NewScript(confirmLua),
+		admit:     redis.NewScript(admitLua),
+		unadmit:   redis.NewScript(unadmitLua),
 	}
 	r.checks.rs = r
 	return r
@@ -98,6 +106,9 @@ func (r *RedisStock) MarkerKey(sku, orderID string) string {
 // VersionKey counts the changes every script makes to a SKU's counter, holds and markers, so that
 // reconciliation's compare-and-set can tell "unchanged" from "changed and changed back" (repair_avail.lua).
 func (r *RedisStock) VersionKey(sku string) string { return r.prefix + "inv:{" + sku + "}:ver" }
+
+// AdmittingKey counts the units of a SKU in orders the API is placing right now (see Admit).
+func (r *RedisStock) AdmittingKey(sku string) string { return r.prefix + "inv:{" + sku + "}:admitting" }
 
 func (r *RedisStock) keys(sku, orderID string) []string {
 	return []string{r.AvailKey(sku), r.HoldsKey(sku), r.MarkerKey(sku, orderID), r.VersionKey(sku)}

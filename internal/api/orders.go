@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -27,6 +28,7 @@ const (
 	outcomeReserved        = "reserved"
 	outcomeReplayed        = "replayed"
 	outcomeSoldOutFastPath = "sold_out_fast_path"
+	outcomeSoldOutAdmitted = "sold_out_admission"
 	outcomeSoldOut         = "sold_out"
 	outcomeUnknownSKU      = "unknown_sku"
 	outcomeRejected        = "rejected"
@@ -143,6 +145,22 @@ func (p *placement) run() string {
 			}
 			rec = cur
 		}
+	}
+	// The admission gate: while the units left are all being placed by other requests, refuse rather than
+	// start one more workflow that could only be rejected (a flash sale starts about as many workflows as it
+	// has units, not one per buyer). Like the fast path it only refuses, and not a key already started.
+	if !rec.Started {
+		adm, sku, err := p.s.Redis.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
+		if err != nil {
+			return p.unavailable("redis", err)
+		}
+		if sku != "" {
+			pr := newProblem(kindSoldOut, "every unit of "+sku+" left is being reserved by other orders; the same Idempotency-Key may be retried later")
+			pr.SKU = sku
+			writeProblem(p.w, pr)
+			return outcomeSoldOutAdmitted
+		}
+		defer adm.Done(context.WithoutCancel(ctx))
 	}
 	if err := store.MarkIdempotencyStarted(ctx, p.req.UserID, p.key, rec.Generation); err != nil {
 		return p.unavailable("database", err)

@@ -272,6 +272,40 @@ func TestPlaceOrder_SoldOut(t *testing.T) {
 		}
 	})
 
+	t.Run("admission_gate_refuses_while_the_units_left_are_being_placed", func(t *testing.T) {
+		e.Stock(t, "GATE-1", 2, 100)
+		body := orderBody("u-g", ordersaga.Line{SKU: "GATE-1", Qty: 1})
+		// Two placements of other requests hold the two units left in the gate's count.
+		if err := e.Redis.Client().Set(ctx, e.Redis.AdmittingKey("GATE-1"), 2, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		places := e.counter("ordersaga_order_workflow_places_total", nil)
+		gated := e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": "sold_out_admission"})
+		p := e.place("k-gate", body).wantProblem(t, http.StatusConflict, "sold-out")
+		if p.SKU != "GATE-1" {
+			t.Errorf("problem %+v does not name GATE-1", p)
+		}
+		if _, err := e.Client.DescribeWorkflowExecution(ctx, workflows.OrderWorkflowID(api.OrderID("u-g", "k-gate", 0)), ""); !isNotFound(err) {
+			t.Errorf("the gate started a workflow: %v", err)
+		}
+		if got := e.counter("ordersaga_order_workflow_places_total", nil); got != places {
+			t.Errorf("the gate placed %v orders", got-places)
+		}
+		if got := e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": "sold_out_admission"}); got != gated+1 {
+			t.Errorf("sold_out_admission counted %v, want 1", got-gated)
+		}
+		// One of them is decided: the same key gets the unit, and its own count is gone once it is answered.
+		if err := e.Redis.Client().DecrBy(ctx, e.Redis.AdmittingKey("GATE-1"), 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.place("k-gate", body); r.status != http.StatusCreated {
+			t.Fatalf("retry once a unit is free: %s", r)
+		}
+		if n, err := e.Redis.Admitting(ctx, "GATE-1"); err != nil || n != 1 {
+			t.Errorf("units being placed after the answer: %d %v, want the other request's 1", n, err)
+		}
+	})
+
 	t.Run("saga_sold_out_is_409_and_the_key_succeeds_later", func(t *testing.T) {
 		// Redis promises 5 but the database (the truth) has 0: the saga reserves, the deduct refuses.
 		if err := e.Store.SetInventory(ctx, "SAGA-1", 0, 700); err != nil {
