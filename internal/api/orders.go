@@ -149,8 +149,10 @@ func (p *placement) run() string {
 	// The admission gate: while the units left are all being placed by other requests, refuse rather than
 	// start one more workflow that could only be rejected (a flash sale starts about as many workflows as it
 	// has units, not one per buyer). Like the fast path it only refuses, and not a key already started.
+	var adm *activities.Admission
 	if !rec.Started {
-		adm, sku, err := p.s.Redis.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
+		var sku string
+		adm, sku, err = p.s.Redis.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
 		if err != nil {
 			return p.unavailable("redis", err)
 		}
@@ -160,12 +162,12 @@ func (p *placement) run() string {
 			writeProblem(p.w, pr)
 			return outcomeSoldOutAdmitted
 		}
-		defer adm.Done(context.WithoutCancel(ctx))
 	}
 	if err := store.MarkIdempotencyStarted(ctx, p.req.UserID, p.key, rec.Generation); err != nil {
+		adm.Done(context.WithoutCancel(ctx))
 		return p.unavailable("database", err)
 	}
-	res, err := p.place(ctx, rec.OrderID)
+	res, err := p.place(ctx, rec.OrderID, adm)
 	if err != nil {
 		var unavailable *serviceerror.Unavailable
 		switch {
@@ -213,8 +215,9 @@ var errStillDeciding = errors.New("reservation still being decided")
 // for one order ID in this process share one Update-with-Start (Temporal bounds the updates in flight per
 // workflow, so fifty at once would be refused). When the workflow of the order ID is already closed (a request
 // that placed it died before keeping its answer, or it was rejected and the key has moved on meanwhile), the
-// reservation is read from its result.
-func (p *placement) place(ctx context.Context, orderID string) (workflows.Reservation, error) {
+// reservation is read from its result. The admission's units are counted until the reservation is decided
+// (or the shared call gives up after PlaceTimeout), even when this request stops waiting before.
+func (p *placement) place(ctx context.Context, orderID string, adm *activities.Admission) (workflows.Reservation, error) {
 	in := workflows.OrderInput{
 		OrderID: orderID, UserID: p.req.UserID, Currency: p.s.Currency, Lines: p.lines,
 		PaymentTimeout: p.s.PaymentTimeout,
@@ -237,9 +240,14 @@ func (p *placement) place(ctx context.Context, orderID string) (workflows.Reserv
 	})
 	select {
 	case r := <-ch:
+		adm.Done(shared)
 		res, _ := r.Val.(workflows.Reservation)
 		return res, r.Err
 	case <-ctx.Done():
+		go func() {
+			<-ch
+			adm.Done(shared)
+		}()
 		return workflows.Reservation{}, fmt.Errorf("%w: %w", errStillDeciding, ctx.Err())
 	}
 }
