@@ -42,6 +42,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if opts.pprofAddr != "" {
+		stopProfiler, err := serveProfiler(opts.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stopProfiler()
+	}
 	s, err := start(ctx, opts, stderr)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -40,6 +40,8 @@ type options struct {
 	uiPort       int
 	redisPort    int
 	demo         bool
+	// pprofAddr serves net/http/pprof when set (--pprof-addr), to see where a load's time goes.
+	pprofAddr string
 	// externalTemporal and externalRedis are set when TEMPORAL_ADDRESS / REDIS_ADDR point at real servers.
 	externalTemporal bool
 	externalRedis    bool
@@ -75,6 +77,7 @@ Flags:
 	fs.IntVar(&o.uiPort, flagUIPort, 8233, "`port` of the Temporal UI")
 	fs.IntVar(&o.redisPort, flagRedisPort, 6380, "`port` of the embedded Redis (unused with REDIS_ADDR)")
 	fs.BoolVar(&o.demo, "demo", true, "create the demo SKUs when the inventory is empty")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "`host:port` to serve Go's profiler on (/debug/pprof/; off when empty), e.g. during a flash sale: go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=10")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
 	}

@@ -102,6 +102,18 @@ func (p *placement) run() string {
 		p.soldOut(fast.SoldOutSKU)
 		return outcomeSoldOutFastPath
 	}
+	// The admission gate: while the units left are all being placed by other requests, refuse rather than
+	// start one more workflow that could only be rejected (a flash sale starts about as many workflows as it
+	// has units, not one per buyer). Like the fast path it only refuses, and never a key whose order is
+	// started. A key without state is gated before the database is touched; the others after their claim.
+	// The admission's units stay counted until place hands them back (or this request ends before).
+	var adm *activities.Admission
+	defer func() { adm.Done(context.WithoutCancel(ctx)) }()
+	if fast.Ready && !fast.Claimed {
+		if out, ok := p.gate(ctx, &adm); !ok {
+			return out
+		}
+	}
 	store := p.s.Store
 	rec, _, err := store.ClaimIdempotencyKey(ctx, p.req.UserID, p.key, p.req.fingerprint(), marker)
 	if err != nil {
@@ -146,28 +158,22 @@ func (p *placement) run() string {
 			rec = cur
 		}
 	}
-	// The admission gate: while the units left are all being placed by other requests, refuse rather than
-	// start one more workflow that could only be rejected (a flash sale starts about as many workflows as it
-	// has units, not one per buyer). Like the fast path it only refuses, and not a key already started.
-	var adm *activities.Admission
-	if !rec.Started {
-		var sku string
-		adm, sku, err = p.s.Redis.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
-		if err != nil {
-			return p.unavailable("redis", err)
-		}
-		if sku != "" {
-			pr := newProblem(kindSoldOut, "every unit of "+sku+" left is being reserved by other orders; the same Idempotency-Key may be retried later")
-			pr.SKU = sku
-			writeProblem(p.w, pr)
-			return outcomeSoldOutAdmitted
+	switch {
+	case rec.Started && adm != nil:
+		// Another request started the order meanwhile: this one attaches to it and needs no units.
+		adm.Done(context.WithoutCancel(ctx))
+		adm = nil
+	case !rec.Started && adm == nil:
+		if out, ok := p.gate(ctx, &adm); !ok {
+			return out
 		}
 	}
 	if err := store.MarkIdempotencyStarted(ctx, p.req.UserID, p.key, rec.Generation); err != nil {
-		adm.Done(context.WithoutCancel(ctx))
 		return p.unavailable("database", err)
 	}
-	res, err := p.place(ctx, rec.OrderID, adm)
+	held := adm
+	adm = nil // place hands the units back once the reservation is decided
+	res, err := p.place(ctx, rec.OrderID, held)
 	if err != nil {
 		var unavailable *serviceerror.Unavailable
 		switch {
@@ -205,6 +211,23 @@ func (p *placement) run() string {
 	pr.OrderID = rec.OrderID
 	writeProblem(p.w, pr)
 	return outcomeRejected
+}
+
+// gate is the admission gate (RedisStock.Admit) for this request: ok with *adm set when admitted, else the
+// answer is written (409 sold-out, or 503 when Redis failed) and its outcome returned.
+func (p *placement) gate(ctx context.Context, adm **activities.Admission) (string, bool) {
+	a, sku, err := p.s.Redis.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
+	if err != nil {
+		return p.unavailable("redis", err), false
+	}
+	if sku != "" {
+		pr := newProblem(kindSoldOut, "every unit of "+sku+" left is being reserved by other orders; the same Idempotency-Key may be retried later")
+		pr.SKU = sku
+		writeProblem(p.w, pr)
+		return outcomeSoldOutAdmitted, false
+	}
+	*adm = a
+	return "", true
 }
 
 // errStillDeciding means the reservation was not decided within PlaceTimeout, or Temporal asked to back off

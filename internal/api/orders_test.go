@@ -294,6 +294,10 @@ func TestPlaceOrder_SoldOut(t *testing.T) {
 		if got := e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": "sold_out_admission"}); got != gated+1 {
 			t.Errorf("sold_out_admission counted %v, want 1", got-gated)
 		}
+		// A key without state is gated before the database (the markers are ready since the subtest above).
+		if n := e.countRows("idempotency_keys", "user_id = ?", "u-g"); n != 0 {
+			t.Errorf("the gate's refusal wrote %d idempotency rows, want 0", n)
+		}
 		// One of them is decided: the same key gets the unit, and its own count is gone once it is answered.
 		if err := e.Redis.Client().DecrBy(ctx, e.Redis.AdmittingKey("GATE-1"), 1).Err(); err != nil {
 			t.Fatal(err)
