@@ -228,28 +228,54 @@ type Admission struct {
 	lines []ordersaga.Line
 }
 
-// Admit is the order API's gate before it starts a workflow (lua/admit.lua): per line, it counts the units
-// as being placed unless that would take the SKU's count of units being placed past what Redis has left; a
-// refused line undoes the lines admitted before it, and its SKU is returned ("" when every line is
-// admitted). A SKU Redis has not loaded is admitted uncounted (the workflow fails closed). ttl bounds how
-// long a count outlives its last admission, so units counted by a process that died are freed eventually.
-// The caller calls Done on the Admission once the reservation is decided or the wait is given up.
+// Admit is the order API's gate before it starts a workflow: per line, it counts the units as being placed
+// (inv:{SKU}:admitting) unless that takes the count past what Redis has left (inv:{SKU}:avail); a refused
+// line undoes the lines admitted before it, and its SKU is returned ("" when every line is admitted). A SKU
+// Redis has not loaded is admitted uncounted (the workflow fails closed). ttl bounds how long a count outlives
+// its last admission, so units counted by a process that died are freed eventually. The caller calls Done on
+// the Admission once the reservation is decided or the wait is given up.
+//
+// One MULTI/EXEC round trip per line (GET, INCRBY, EXPIRE; the keys share the SKU's hash tag), and a DECRBY
+// when refused: no script, because the gate runs for every buyer until the stock is reserved (a script costs
+// several times more on the embedded Redis). Counting first and undoing can only make a concurrent request
+// see more units being placed than there are, i.e. refuse, never admit more: the gate only ever refuses, and
+// the Lua reserve inside the workflow stays the real gate.
 func (r *RedisStock) Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*Admission, string, error) {
 	a := &Admission{rs: r}
-	secs := max(int64(ttl/time.Second), 1)
 	for _, l := range lines {
-		code, err := r.admit.Run(ctx, r.rdb, []string{r.AvailKey(l.SKU), r.AdmittingKey(l.SKU)}, l.Qty, secs).Int64()
-		if err != nil {
+		var (
+			avail *redis.StringCmd
+			count *redis.IntCmd
+		)
+		_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			avail = p.Get(ctx, r.AvailKey(l.SKU))
+			count = p.IncrBy(ctx, r.AdmittingKey(l.SKU), l.Qty)
+			p.Expire(ctx, r.AdmittingKey(l.SKU), max(ttl, time.Second))
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
 			a.Done(context.WithoutCancel(ctx))
 			return nil, "", fmt.Errorf("admit %s: %w", l.SKU, err)
 		}
-		switch code {
-		case 0:
+		left, aerr := avail.Int64()
+		notLoaded := errors.Is(aerr, redis.Nil)
+		if aerr != nil && !notLoaded {
+			a.lines = append(a.lines, l) // counted: Done takes it off
+			a.Done(context.WithoutCancel(ctx))
+			return nil, "", fmt.Errorf("admit %s: %w", l.SKU, aerr)
+		}
+		if notLoaded || count.Val() > left {
+			if err := r.rdb.DecrBy(context.WithoutCancel(ctx), r.AdmittingKey(l.SKU), l.Qty).Err(); err != nil {
+				a.Done(context.WithoutCancel(ctx))
+				return nil, "", fmt.Errorf("admit %s: undo: %w", l.SKU, err)
+			}
+			if notLoaded {
+				continue
+			}
 			a.Done(context.WithoutCancel(ctx))
 			return nil, l.SKU, nil
-		case 1:
-			a.lines = append(a.lines, l)
 		}
+		a.lines = append(a.lines, l)
 	}
 	return a, "", nil
 }

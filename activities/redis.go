@@ -18,8 +18,6 @@ var (
 	releaseLua string
 	//go:embed lua/confirm.lua
 	confirmLua string
-	//go:embed lua/admit.lua
-	admitLua string
 	//go:embed lua/unadmit.lua
 	unadmitLua string
 )
@@ -64,7 +62,6 @@ type RedisStock struct {
 	reserve   *redis.Script
 	release   *redis.Script
 	confirm   *redis.Script
-	admit     *redis.Script
 	unadmit   *redis.Script
 	checks    checkBatcher // CheckOrder's round trips, shared by concurrent callers
 }
@@ -82,7 +79,6 @@ func NewRedisStock(rdb redis.UniversalClient, prefix string, markerTTL time.Dura
 		reserve:   redis.NewScript(reserveLua),
 		release:   redis.NewScript(releaseLua),
 		confirm:   redis.NewScript(confirmLua),
-		admit:     redis.NewScript(admitLua),
 		unadmit:   redis.NewScript(unadmitLua),
 	}
 	r.checks.rs = r
