@@ -61,7 +61,7 @@ func (r *RedisStock) CheckOrder(ctx context.Context, marker string, lines []orde
 }
 
 const (
-	maxCheckTrips = 8                // round trips of CheckOrder in flight at once
+	maxCheckTrips = 2                // round trips of CheckOrder in flight at once (bench pair 1: 2 beat 1, 4 and 8)
 	maxCheckBatch = 256              // calls answered by one round trip at most
 	checkTimeout  = 10 * time.Second // of one round trip (the client's own read/write timeouts come first)
 )
