@@ -40,6 +40,15 @@ type FastCheck struct {
 	// SoldOutSKU is the first line's SKU that Redis has loaded with fewer units than the line asks for ("" when
 	// Redis does not say no; a SKU not loaded is left to the workflow, which fails closed).
 	SoldOutSKU string
+	// GatedSKU is, when no line is sold out, the first line's SKU whose units left are all counted as being
+	// placed by other requests (inv:{SKU}:admitting): Admit would refuse it now.
+	GatedSKU string
+}
+
+// Gate reports whether the admission gate may refuse without asking Admit: a key without state, and every
+// unit left of a line's SKU counted as being placed.
+func (c FastCheck) Gate() bool {
+	return c.Ready && !c.Claimed && c.SoldOutSKU == "" && c.GatedSKU != ""
 }
 
 // Refuse reports whether the fast path may answer sold out: Redis says no, and the key has no state to answer.
@@ -120,14 +129,15 @@ func (b *checkBatcher) send() {
 }
 
 // checkBatch answers a batch in one pipelined round trip: EXISTS of ready once, EXISTS of each marker, GET of
-// each SKU's counter once.
+// each SKU's counter and of its count of units being placed once.
 func (r *RedisStock) checkBatch(batch []*checkReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
 	var (
-		ready   *redis.IntCmd
-		claimed = make([]*redis.IntCmd, len(batch))
-		avail   = map[string]*redis.StringCmd{}
+		ready     *redis.IntCmd
+		claimed   = make([]*redis.IntCmd, len(batch))
+		avail     = map[string]*redis.StringCmd{}
+		admitting = map[string]*redis.StringCmd{}
 	)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		ready = p.Exists(ctx, r.claimsReadyKey())
@@ -136,6 +146,7 @@ func (r *RedisStock) checkBatch(batch []*checkReq) {
 			for _, l := range req.lines {
 				if avail[l.SKU] == nil {
 					avail[l.SKU] = p.Get(ctx, r.AvailKey(l.SKU))
+					admitting[l.SKU] = p.Get(ctx, r.AdmittingKey(l.SKU))
 				}
 			}
 		}
@@ -161,6 +172,9 @@ func (r *RedisStock) checkBatch(batch []*checkReq) {
 			if n < l.Qty {
 				req.res.SoldOutSKU = l.SKU
 				break
+			}
+			if placing, err := admitting[l.SKU].Int64(); err == nil && req.res.GatedSKU == "" && placing+l.Qty > n {
+				req.res.GatedSKU = l.SKU
 			}
 		}
 	}

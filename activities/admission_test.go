@@ -124,6 +124,25 @@ func TestAdmit(t *testing.T) {
 		t.Fatalf("admitting after one Done: %d, want 9", n)
 	}
 
+	// The fast check sees the same: AD-1 has 9 of its 10 units being placed, so an order of 2 is gated there
+	// (a key without state) and an order of 1 is not.
+	if err := rs.MarkClaimed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	token, err := rs.BeginClaimsBackfill(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := rs.FinishClaimsBackfill(ctx, token); err != nil || !ok {
+		t.Fatalf("finish backfill: %v %v", ok, err)
+	}
+	if c, err := rs.CheckOrder(ctx, "m-two", []ordersaga.Line{{SKU: "AD-1", Qty: 2}}); err != nil || !c.Gate() || c.GatedSKU != "AD-1" {
+		t.Fatalf("check of 2 units: %+v %v, want gated on AD-1", c, err)
+	}
+	if c, err := rs.CheckOrder(ctx, "m-one", []ordersaga.Line{{SKU: "AD-1", Qty: 1}}); err != nil || c.Gate() || c.Refuse() {
+		t.Fatalf("check of 1 unit: %+v %v, want neither gated nor refused", c, err)
+	}
+
 	// AD-1 has one unit free, AD-2 one unit; an order of both with 2 of AD-2 is refused on AD-2 and takes
 	// nothing of AD-1.
 	a, sku, err := rs.Admit(ctx, []ordersaga.Line{{SKU: "AD-1", Qty: 1}, {SKU: "AD-2", Qty: 2}}, time.Minute)

@@ -109,6 +109,11 @@ func (p *placement) run() string {
 	// The admission's units stay counted until place hands them back (or this request ends before).
 	var adm *activities.Admission
 	defer func() { adm.Done(context.WithoutCancel(ctx)) }()
+	if fast.Gate() {
+		// The same round trip already saw every unit left being placed: refuse without a second one.
+		p.gated(fast.GatedSKU)
+		return outcomeSoldOutAdmitted
+	}
 	if fast.Ready && !fast.Claimed {
 		if out, ok := p.gate(ctx, &adm); !ok {
 			return out
@@ -221,13 +226,18 @@ func (p *placement) gate(ctx context.Context, adm **activities.Admission) (strin
 		return p.unavailable("redis", err), false
 	}
 	if sku != "" {
-		pr := newProblem(kindSoldOut, "every unit of "+sku+" left is being reserved by other orders; the same Idempotency-Key may be retried later")
-		pr.SKU = sku
-		writeProblem(p.w, pr)
+		p.gated(sku)
 		return outcomeSoldOutAdmitted, false
 	}
 	*adm = a
 	return "", true
+}
+
+// gated answers 409 sold-out for a line whose units left are all being placed by other requests.
+func (p *placement) gated(sku string) {
+	pr := newProblem(kindSoldOut, "every unit of "+sku+" left is being reserved by other orders; the same Idempotency-Key may be retried later")
+	pr.SKU = sku
+	writeProblem(p.w, pr)
 }
 
 // errStillDeciding means the reservation was not decided within PlaceTimeout, or Temporal asked to back off
