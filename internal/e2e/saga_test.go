@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -81,14 +82,14 @@ func TestSagaEndToEnd(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			group := []string{"paid", "cancel", "expire"}[i%3]
-			res, err := orderclient.Place(ctx, env.Client, in)
+			res, err := place(ctx, env.Client, in)
 			if err != nil {
 				errs <- err
 				return
 			}
 			// A retried request attaches to the same saga and gets the same answer.
 			if i%10 == 0 {
-				again, err := orderclient.Place(ctx, env.Client, in)
+				again, err := place(ctx, env.Client, in)
 				if err != nil {
 					errs <- fmt.Errorf("replayed place %s: %w", in.OrderID, err)
 					return
@@ -103,13 +104,23 @@ func TestSagaEndToEnd(t *testing.T) {
 			}
 			switch group {
 			case "paid":
-				r, err := orderclient.Pay(ctx, env.Client, in.OrderID, workflows.PaymentSignal{
-					EventID: "evt-" + in.OrderID, AmountCents: res.Order.AmountCents, Currency: "CNY"})
+				pay := workflows.PaymentSignal{EventID: "evt-" + in.OrderID, AmountCents: res.Order.AmountCents, Currency: "CNY"}
+				r, err := orderclient.Pay(ctx, env.Client, in.OrderID, pay)
+				for waitedOut(err) && ctx.Err() == nil {
+					// Redelivered as a provider would: the event applies once, and a redelivery after the
+					// first got through says duplicate.
+					if r, err = orderclient.Pay(ctx, env.Client, in.OrderID, pay); r == ordersaga.PaymentDuplicate {
+						r = ordersaga.PaymentApplied
+					}
+				}
 				if err != nil || r != ordersaga.PaymentApplied {
 					errs <- fmt.Errorf("pay %s: %v %v", in.OrderID, r, err)
 				}
 			case "cancel":
 				o, err := orderclient.Cancel(ctx, env.Client, in.OrderID, "changed my mind")
+				for waitedOut(err) && ctx.Err() == nil {
+					o, err = orderclient.Cancel(ctx, env.Client, in.OrderID, "changed my mind")
+				}
 				if err != nil || o.Status != ordersaga.StatusCancelled {
 					errs <- fmt.Errorf("cancel %s: %v %v", in.OrderID, o.Status, err)
 				}
@@ -218,4 +229,22 @@ func recordHistories(t *testing.T, ctx context.Context, c client.Client, results
 	if len(want) > 0 {
 		t.Errorf("no history recorded for %v", want)
 	}
+}
+
+// place is orderclient.Place as the order API uses it: when the wait for the reservation ends before it is
+// decided (the server's update wait is shorter than a reservation can take under -race on a loaded machine),
+// the same input is placed again, which attaches to the same workflow and gets its answer.
+func place(ctx context.Context, c client.Client, in workflows.OrderInput) (workflows.Reservation, error) {
+	for {
+		res, err := orderclient.Place(ctx, c, in)
+		if !waitedOut(err) || ctx.Err() != nil {
+			return res, err
+		}
+	}
+}
+
+// waitedOut reports an update whose wait ended before the workflow answered it.
+func waitedOut(err error) bool {
+	var waited *client.WorkflowUpdateServiceTimeoutOrCanceledError
+	return errors.As(err, &waited)
 }
