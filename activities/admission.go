@@ -256,40 +256,44 @@ type Admission struct {
 // the Lua reserve inside the workflow stays the real gate.
 func (r *RedisStock) Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*Admission, string, error) {
 	a := &Admission{rs: r}
+	undo := context.WithoutCancel(ctx)
 	for _, l := range lines {
+		key := r.AdmittingKey(l.SKU)
 		var (
 			avail *redis.StringCmd
 			count *redis.IntCmd
 		)
 		_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			avail = p.Get(ctx, r.AvailKey(l.SKU))
-			count = p.IncrBy(ctx, r.AdmittingKey(l.SKU), l.Qty)
-			p.Expire(ctx, r.AdmittingKey(l.SKU), max(ttl, time.Second))
+			count = p.IncrBy(ctx, key, l.Qty)
+			p.Expire(ctx, key, max(ttl, time.Second))
 			return nil
 		})
 		if err != nil && !errors.Is(err, redis.Nil) {
-			a.Done(context.WithoutCancel(ctx))
+			a.Done(undo)
 			return nil, "", fmt.Errorf("admit %s: %w", l.SKU, err)
 		}
 		left, aerr := avail.Int64()
-		notLoaded := errors.Is(aerr, redis.Nil)
-		if aerr != nil && !notLoaded {
-			a.lines = append(a.lines, l) // counted: Done takes it off
-			a.Done(context.WithoutCancel(ctx))
-			return nil, "", fmt.Errorf("admit %s: %w", l.SKU, aerr)
-		}
-		if notLoaded || count.Val() > left {
-			if err := r.rdb.DecrBy(context.WithoutCancel(ctx), r.AdmittingKey(l.SKU), l.Qty).Err(); err != nil {
-				a.Done(context.WithoutCancel(ctx))
+		admitted := aerr == nil && count.Val() <= left
+		if !admitted {
+			// Not counted after all. The transaction above just set the key with a TTL: it exists.
+			if err := r.rdb.DecrBy(undo, key, l.Qty).Err(); err != nil {
+				a.Done(undo)
 				return nil, "", fmt.Errorf("admit %s: undo: %w", l.SKU, err)
 			}
-			if notLoaded {
-				continue
-			}
-			a.Done(context.WithoutCancel(ctx))
+		}
+		switch {
+		case admitted:
+			a.lines = append(a.lines, l)
+		case errors.Is(aerr, redis.Nil):
+			// Not loaded: admitted uncounted (the workflow fails closed).
+		case aerr != nil:
+			a.Done(undo)
+			return nil, "", fmt.Errorf("admit %s: %w", l.SKU, aerr)
+		default:
+			a.Done(undo)
 			return nil, l.SKU, nil
 		}
-		a.lines = append(a.lines, l)
 	}
 	return a, "", nil
 }

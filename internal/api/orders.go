@@ -143,11 +143,11 @@ func (p *placement) run() string {
 	// The fast path may only refuse. It answers only while no request has started this generation's
 	// workflow: one that has is deciding, and every request with the key answers as it does.
 	if !rec.Started {
-		sku, err := p.s.soldOut(ctx, p.lines)
+		again, err := p.s.Redis.CheckOrder(ctx, marker, p.lines)
 		if err != nil {
 			return p.unavailable("redis", err)
 		}
-		if sku != "" {
+		if sku := again.SoldOutSKU; sku != "" {
 			cur, err := store.IdempotencyKey(ctx, p.req.UserID, p.key)
 			if err != nil {
 				return p.unavailable("database", err)
@@ -392,21 +392,6 @@ func (s *server) unknownSKU(ctx context.Context, lines []ordersaga.Line) (string
 			return sku, nil
 		}
 		s.known.Store(sku, true)
-	}
-	return "", nil
-}
-
-// soldOut is the fast path: the first line whose SKU is loaded in Redis with fewer units than the line asks
-// for ("" when Redis does not say no; a SKU that is not loaded is left to the workflow, which fails closed).
-func (s *server) soldOut(ctx context.Context, lines []ordersaga.Line) (string, error) {
-	for _, l := range lines {
-		avail, loaded, err := s.Redis.Available(ctx, l.SKU)
-		if err != nil {
-			return "", err
-		}
-		if loaded && avail < l.Qty {
-			return l.SKU, nil
-		}
 	}
 	return "", nil
 }
