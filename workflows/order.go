@@ -381,8 +381,11 @@ func (w *orderWorkflow) onPayment(ctx workflow.Context, p PaymentSignal) error {
 		rec.Detail = fmt.Sprintf("expected %d %s", w.order.AmountCents, w.in.Currency)
 		w.logger.Warn("payment amount mismatch", "event_id", p.EventID, "amount_cents", p.AmountCents,
 			"currency", p.Currency, "expected_cents", w.order.AmountCents)
+		// The answer is given once the record is written (the main loop handles one payment at a time, so a
+		// redelivery meanwhile waits its turn and is then a duplicate).
+		err := workflow.ExecuteActivity(cctx, acts.RecordPayment, rec).Get(cctx, nil)
 		w.payResults[p.EventID] = ordersaga.PaymentRejectedAmount
-		return workflow.ExecuteActivity(cctx, acts.RecordPayment, rec).Get(cctx, nil)
+		return err
 	}
 	paidAt := workflow.Now(ctx).UTC()
 	err := workflow.ExecuteActivity(cctx, acts.MarkPaid, activities.MarkPaidInput{Payment: rec, PaidAt: paidAt}).Get(cctx, nil)
