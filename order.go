@@ -71,3 +71,10 @@ const (
 	PaymentRefunded       PaymentResult = "refunded"
 	PaymentRejectedAmount PaymentResult = "rejected_amount"
 )
+
+// Refunds reports whether a payment recorded with this result goes back to the payer: a late or second
+// payment (refunded) and a payment of the wrong amount or currency (rejected_amount) are refunded at once,
+// exactly once, whatever becomes of the order; only an applied payment is kept.
+func (r PaymentResult) Refunds() bool {
+	return r == PaymentRefunded || r == PaymentRejectedAmount
+}

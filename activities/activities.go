@@ -34,6 +34,9 @@ type LineInput struct {
 	OrderID string
 	SKU     string
 	Qty     int64
+	// Sold (release only) says the database kept the order's units sold (its restore answered Sold: the
+	// order is PAID), so a confirmed hold is not given back.
+	Sold bool
 }
 
 // RestoreInput is the compensation of an order's deduct.
@@ -115,7 +118,11 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ReserveOutc
 
 // ReleaseLine gives back one line's Redis hold (or writes its tombstone).
 func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ReleaseOutcome, error) {
-	out, err := a.Redis.Release(ctx, in.OrderID, in.SKU)
+	release := a.Redis.Release
+	if in.Sold {
+		release = a.Redis.ReleaseUnsold
+	}
+	out, err := release(ctx, in.OrderID, in.SKU)
 	if err != nil {
 		return "", err
 	}
@@ -164,10 +171,11 @@ func (a *Activities) RestoreOrder(ctx context.Context, in RestoreInput) ([]Resto
 	return out, nil
 }
 
-// CloseOrder records the final status of an order that was not paid.
-func (a *Activities) CloseOrder(ctx context.Context, rec OrderRecord) error {
-	_, err := a.Store.CloseOrder(ctx, rec)
-	return err
+// CloseOrder records the final status of an order that was not paid, and returns the order as the database
+// now holds it: a status other than the one asked for means the database had decided first (a PAID order
+// stays PAID), and the workflow takes the database's word.
+func (a *Activities) CloseOrder(ctx context.Context, rec OrderRecord) (OrderRecord, error) {
+	return a.Store.CloseOrder(ctx, rec)
 }
 
 // MarkPaid applies a payment: the order becomes PAID and the payment is recorded as applied.
@@ -187,7 +195,7 @@ func (a *Activities) RecordPayment(ctx context.Context, p PaymentRecord) (Paymen
 	if err != nil {
 		return PaymentRecord{}, err
 	}
-	if inserted && rec.Result == ordersaga.PaymentRefunded {
+	if inserted && rec.Result.Refunds() {
 		activity.GetLogger(ctx).Info("payment refunded", "event_id", rec.EventID, "order_id", rec.OrderID,
 			"amount_cents", rec.AmountCents, "currency", rec.Currency, "reason", rec.Detail)
 	}

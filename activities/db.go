@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-sql-driver/mysql"
 	gormmysql "gorm.io/driver/mysql"
@@ -130,9 +132,26 @@ func (s *Store) forUpdate() string {
 // inTx runs fn in a transaction and runs it again when it lost a deadlock (1213), a lock wait (1205) or
 // SQLite's busy lock, a few times with jitter; after that the conflict is returned for the caller's retry.
 func (s *Store) inTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return s.runTx(ctx, nil, fn)
+}
+
+// ledgerTx is inTx for the transactions that write stock_ledger (Deduct, Restore and the close of a leaked
+// order), pinned to REPEATABLE READ on MySQL whatever the server's or the session's default. Their
+// tombstone rule needs it: Restore's locking read of a DEDUCT row that does not exist yet takes a gap lock
+// that a concurrent Deduct's INSERT must wait for; under READ COMMITTED there is no gap lock, and a restore
+// and a late deduct of one order could both commit (the deducted units never given back).
+// SQLite runs one writer at a time, which is stricter still.
+func (s *Store) ledgerTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.dialect != schema.MySQL {
+		return s.runTx(ctx, nil, fn)
+	}
+	return s.runTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead}, fn)
+}
+
+func (s *Store) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *gorm.DB) error) error {
 	var err error
 	for attempt := 0; attempt < 6; attempt++ {
-		err = s.db.WithContext(ctx).Transaction(fn)
+		err = s.db.WithContext(ctx).Transaction(fn, opts)
 		if err == nil || !isConflict(err) {
 			return err
 		}
@@ -159,8 +178,15 @@ func isDuplicate(err error) bool {
 	return errors.Is(err, gorm.ErrDuplicatedKey)
 }
 
+// errRunAgain is returned from inside a transaction that met a concurrent write it must see under a lock
+// (two first inserts of one row): the transaction runs again, like after a deadlock.
+var errRunAgain = errors.New("concurrent first write: run the transaction again")
+
 // isConflict reports an error after which the same transaction can simply run again.
 func isConflict(err error) bool {
+	if errors.Is(err, errRunAgain) {
+		return true
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		return me.Number == 1213 || me.Number == 1205
@@ -184,4 +210,28 @@ func IsCheckViolation(err error) bool {
 		return se.Code() == sqlite3.SQLITE_CONSTRAINT_CHECK
 	}
 	return false
+}
+
+// Widths of the free-text columns (characters: MySQL counts VARCHAR in characters). A longer text would fail
+// its statement on a strict-mode MySQL, for ever on every retry, so the store cuts every free text it writes.
+const (
+	closedReasonChars  = 255 // orders.closed_reason
+	paymentDetailChars = 255 // payments.detail
+	anomalyDetailChars = 512 // stock_anomalies.detail
+)
+
+// clip cuts s to at most n characters, on a rune boundary (callers log the whole text where it matters).
+func clip(s string, n int) string {
+	if len(s) <= n { // bytes >= runes: short enough
+		return s
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for range n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
 }

@@ -51,7 +51,7 @@ func insertOrder(tx *gorm.DB, r OrderRecord, now time.Time) error {
 	amount := ordersaga.Amount(r.Lines)
 	if err := tx.Exec(`INSERT INTO orders (order_id, user_id, status, amount_cents, currency, pay_by, closed_reason, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.OrderID, r.UserID, string(r.Status), amount, r.Currency, r.PayBy, nullable(r.ClosedReason), now, now).Error; err != nil {
+		r.OrderID, r.UserID, string(r.Status), amount, r.Currency, r.PayBy, nullable(clip(r.ClosedReason, closedReasonChars)), now, now).Error; err != nil {
 		return err
 	}
 	for _, l := range r.Lines {
@@ -119,35 +119,47 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
+// orderState is what the order's row says under its lock.
+type orderState struct {
+	Status         ordersaga.Status
+	PaymentEventID *string
+}
+
+// lockOrder reads the order's row with a locking read: the order's row lock is what orders Deduct's
+// decision on a retry, Restore, MarkPaid and CloseOrder of one order against each other.
+func (s *Store) lockOrder(tx *gorm.DB, orderID string) (orderState, bool, error) {
+	var rows []orderState
+	if err := tx.Raw("SELECT status, payment_event_id FROM orders WHERE order_id = ?"+s.forUpdate(), orderID).
+		Scan(&rows).Error; err != nil {
+		return orderState{}, false, fmt.Errorf("lock order: %w", err)
+	}
+	if len(rows) == 0 {
+		return orderState{}, false, nil
+	}
+	return rows[0], true, nil
+}
+
+// hasRestore reports whether any line of the order has a RESTORE row (a restore or its tombstone).
+func hasRestore(tx *gorm.DB, orderID string) (bool, error) {
+	var n int64
+	if err := tx.Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND op = ?", orderID, OpRestore).
+		Scan(&n).Error; err != nil {
+		return false, fmt.Errorf("read restores: %w", err)
+	}
+	return n > 0, nil
+}
+
 // CloseOrder moves an open order to a final status (EXPIRED, CANCELLED, REJECTED). An order that never
 // reached the database (rejected before its deduct) is recorded with the given lines. A final status is
-// never changed, so a stale retry cannot undo a later transition; the record as it now stands is returned.
+// never changed, so a stale retry cannot undo a later transition: the record as it now stands is returned,
+// and the caller compares its status with the one it asked for (a PAID order stays PAID).
 func (s *Store) CloseOrder(ctx context.Context, r OrderRecord) (OrderRecord, error) {
 	if !r.Status.Final() || r.Status == ordersaga.StatusPaid {
 		return OrderRecord{}, fmt.Errorf("close order %s: status %q is not a closing status", r.OrderID, r.Status)
 	}
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
-		now := s.now()
-		res := tx.Exec("UPDATE orders SET status = ?, closed_reason = ?, updated_at = ? WHERE order_id = ? AND status IN (?, ?)",
-			string(r.Status), nullable(r.ClosedReason), now, r.OrderID,
-			string(ordersaga.StatusReserving), string(ordersaga.StatusAwaitingPayment))
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected > 0 {
-			return nil
-		}
-		var n int64
-		if err := tx.Raw("SELECT COUNT(*) FROM orders WHERE order_id = ?", r.OrderID).Scan(&n).Error; err != nil {
-			return err
-		}
-		if n > 0 {
-			return nil // already final
-		}
-		if err := insertOrder(tx, r, now); err != nil && !isDuplicate(err) {
-			return err
-		}
-		return nil
+		_, err := s.closeTx(tx, r)
+		return err
 	})
 	if err != nil {
 		return OrderRecord{}, fmt.Errorf("close order %s: %w", r.OrderID, err)
@@ -155,30 +167,107 @@ func (s *Store) CloseOrder(ctx context.Context, r OrderRecord) (OrderRecord, err
 	return s.Order(ctx, r.OrderID)
 }
 
-// MarkPaid moves an AWAITING_PAYMENT order to PAID and records the payment as applied, in one transaction.
-// Running it again for the same event is a no-op; it fails with ErrOrderNotPayable when the order is in
-// any other state.
+// closeTx is CloseOrder inside the caller's transaction; won reports whether this call closed the order.
+func (s *Store) closeTx(tx *gorm.DB, r OrderRecord) (won bool, err error) {
+	now := s.now()
+	st, found, err := s.lockOrder(tx, r.OrderID)
+	switch {
+	case err != nil:
+		return false, err
+	case !found:
+		if err := insertOrder(tx, r, now); err != nil {
+			if isDuplicate(err) {
+				return false, errRunAgain // a concurrent first record: decide again under its lock
+			}
+			return false, err
+		}
+		return true, nil
+	case st.Status.Final():
+		return false, nil
+	}
+	if err := tx.Exec("UPDATE orders SET status = ?, closed_reason = ?, updated_at = ? WHERE order_id = ?",
+		string(r.Status), nullable(clip(r.ClosedReason, closedReasonChars)), now, r.OrderID).Error; err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// CloseUnpaid closes an order whose workflow is gone (reconciliation's leaked-order repair, a cancel of an
+// order Temporal no longer knows) and gives back its stock, in one transaction under the order's row lock:
+// the close comes first and the restore runs only when the order is not PAID, so a payment that commits
+// meanwhile either wins (the order stays PAID, nothing restored) or is refused (MarkPaid sees the RESTORE).
+// The order must exist; ErrNotFound otherwise. It returns the order as it now stands and what the restore
+// did (nil when the order is PAID). The Redis release is the caller's, after this.
+func (s *Store) CloseUnpaid(ctx context.Context, orderID string, status ordersaga.Status, reason string) (OrderRecord, []RestoreLine, error) {
+	if status != ordersaga.StatusExpired && status != ordersaga.StatusCancelled {
+		return OrderRecord{}, nil, fmt.Errorf("close unpaid %s: status %q is not EXPIRED or CANCELLED", orderID, status)
+	}
+	var restored []RestoreLine
+	err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
+		restored = nil
+		st, found, err := s.lockOrder(tx, orderID)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return ErrNotFound
+		case st.Status == ordersaga.StatusPaid:
+			return nil
+		}
+		if _, err := s.closeTx(tx, OrderRecord{OrderID: orderID, Status: status, ClosedReason: reason}); err != nil {
+			return err
+		}
+		var lines []ordersaga.Line
+		if err := tx.Raw("SELECT sku, qty FROM order_lines WHERE order_id = ? ORDER BY sku", orderID).Scan(&lines).Error; err != nil {
+			return fmt.Errorf("lines: %w", err)
+		}
+		if len(lines) == 0 {
+			return nil
+		}
+		restored, err = s.restoreTx(tx, orderID, lines)
+		return err
+	})
+	if err != nil {
+		return OrderRecord{}, nil, fmt.Errorf("close unpaid %s: %w", orderID, err)
+	}
+	rec, err := s.Order(ctx, orderID)
+	return rec, restored, err
+}
+
+// MarkPaid moves an AWAITING_PAYMENT order to PAID and records the payment as applied, in one transaction
+// under the order's row lock. Running it again for the same event is a no-op; it fails with
+// ErrOrderNotPayable when the order is in any other state, or when any line of it was restored (a
+// compensation or a leaked-order repair ran first: the payment is the caller's to refund).
 func (s *Store) MarkPaid(ctx context.Context, p PaymentRecord, paidAt time.Time) error {
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("UPDATE orders SET status = ?, paid_at = ?, payment_event_id = ?, updated_at = ? WHERE order_id = ? AND status = ?",
-			string(ordersaga.StatusPaid), paidAt, p.EventID, s.now(), p.OrderID, string(ordersaga.StatusAwaitingPayment))
-		if res.Error != nil {
-			return res.Error
+		st, found, err := s.lockOrder(tx, p.OrderID)
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 {
-			var cur []struct {
-				Status         string
-				PaymentEventID *string
+		switch {
+		case !found:
+			return ErrOrderNotPayable
+		case st.Status == ordersaga.StatusPaid:
+			if st.PaymentEventID == nil || *st.PaymentEventID != p.EventID {
+				return ErrOrderNotPayable
 			}
-			if err := tx.Raw("SELECT status, payment_event_id FROM orders WHERE order_id = ?", p.OrderID).Scan(&cur).Error; err != nil {
+		case st.Status != ordersaga.StatusAwaitingPayment:
+			return ErrOrderNotPayable
+		default:
+			restored, err := hasRestore(tx, p.OrderID)
+			if err != nil {
 				return err
 			}
-			if len(cur) == 0 || cur[0].Status != string(ordersaga.StatusPaid) || cur[0].PaymentEventID == nil || *cur[0].PaymentEventID != p.EventID {
-				return ErrOrderNotPayable
+			if restored {
+				return fmt.Errorf("its stock was restored: %w", ErrOrderNotPayable)
+			}
+			if err := tx.Exec("UPDATE orders SET status = ?, paid_at = ?, payment_event_id = ?, updated_at = ? WHERE order_id = ?",
+				string(ordersaga.StatusPaid), paidAt, p.EventID, s.now(), p.OrderID).Error; err != nil {
+				return err
 			}
 		}
 		p.Result = ordersaga.PaymentApplied
-		err := insertPayment(tx, p, s.now())
+		err = insertPayment(tx, p, s.now())
 		if err == nil {
 			return nil
 		}
@@ -210,16 +299,17 @@ var ErrOrderNotPayable = errors.New("order is not awaiting payment")
 func insertPayment(tx *gorm.DB, p PaymentRecord, now time.Time) error {
 	return tx.Exec(`INSERT INTO payments (event_id, order_id, amount_cents, currency, result, detail, refunded_at, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.EventID, p.OrderID, p.AmountCents, p.Currency, string(p.Result), nullable(p.Detail), p.RefundedAt, now).Error
+		p.EventID, p.OrderID, p.AmountCents, p.Currency, string(p.Result), nullable(clip(p.Detail, paymentDetailChars)), p.RefundedAt, now).Error
 }
 
-// RecordPayment stores a payment event that was not applied (refunded, rejected amount). The first record of
-// an event wins: a second call returns the stored record and inserted=false, so a refund happens once.
+// RecordPayment stores a payment event that was not applied (refunded, rejected amount), recorded for refund
+// at once (refunded_at). The first record of an event wins: a second call returns the stored record and
+// inserted=false, so a refund happens once.
 func (s *Store) RecordPayment(ctx context.Context, p PaymentRecord) (rec PaymentRecord, inserted bool, err error) {
 	if p.EventID == "" {
 		return PaymentRecord{}, false, errors.New("record payment: event_id is empty")
 	}
-	if p.Result == ordersaga.PaymentRefunded && p.RefundedAt == nil {
+	if p.Result.Refunds() && p.RefundedAt == nil {
 		t := s.now()
 		p.RefundedAt = &t
 	}
@@ -267,4 +357,22 @@ func (s *Store) Payment(ctx context.Context, eventID string) (PaymentRecord, err
 		rec.Detail = *r.Detail
 	}
 	return rec, nil
+}
+
+// CloseGone closes an unpaid order whose workflow is gone and gives its stock back on both sides: the
+// database first (Store.CloseUnpaid: the close and the restore in one transaction under the order's row
+// lock, nothing given back when the order is PAID), then the Redis release of every restored line. It is
+// the one way both reconciliation's leaked-order repair and a cancel of an order Temporal no longer knows
+// finish an order, and it is safe to run again (every step is once-only).
+func CloseGone(ctx context.Context, store *Store, rs *RedisStock, orderID string, status ordersaga.Status, reason string) (OrderRecord, []RestoreLine, error) {
+	rec, restored, err := store.CloseUnpaid(ctx, orderID, status, reason)
+	if err != nil {
+		return OrderRecord{}, nil, err
+	}
+	for _, l := range restored {
+		if _, err := rs.Release(ctx, orderID, l.SKU); err != nil {
+			return OrderRecord{}, nil, fmt.Errorf("close %s: %w", orderID, err)
+		}
+	}
+	return rec, restored, nil
 }

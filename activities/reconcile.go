@@ -431,13 +431,18 @@ func (r *Reconciler) Leaks(ctx context.Context, now time.Time, after string, lim
 }
 
 func (r *Reconciler) closeLeaked(ctx context.Context, o openOrder, wf string, now time.Time) ([]Anomaly, int64, error) {
-	rec, err := r.Store.Order(ctx, o.OrderID)
+	status, reason := ordersaga.StatusCancelled, "closed by reconciliation: workflow "+wf
+	if o.PayBy != nil && !o.PayBy.After(now) {
+		status, reason = ordersaga.StatusExpired, "payment deadline passed; "+reason
+	}
+	rec, restored, err := CloseGone(ctx, r.Store, r.Redis, o.OrderID, status, reason)
 	if err != nil {
 		return nil, 0, err
 	}
-	restored, err := r.Store.Restore(ctx, o.OrderID, rec.Lines)
-	if err != nil {
-		return nil, 0, err
+	if rec.Status == ordersaga.StatusPaid {
+		// A payment committed before the close took the order's lock: its units stay sold.
+		r.logger().Warn("leaked order was paid meanwhile; nothing restored", "order_id", o.OrderID, "workflow", wf)
+		return nil, 0, nil
 	}
 	var rows []Anomaly
 	var units int64
@@ -451,21 +456,11 @@ func (r *Reconciler) closeLeaked(ctx context.Context, o openOrder, wf string, no
 		default:
 			detail += "nothing was deducted (tombstone)"
 		}
-		if _, err := r.Redis.Release(ctx, o.OrderID, l.SKU); err != nil {
-			return nil, 0, err
-		}
 		units += l.Qty
 		rows = append(rows, Anomaly{RunID: r.RunID, SKU: l.SKU, OrderID: o.OrderID, Kind: KindLeakedOrder,
 			Expected: i64(0), Observed: i64(l.Qty), Action: ActionRestored, Detail: detail})
 	}
-	status, reason := ordersaga.StatusCancelled, "closed by reconciliation: workflow "+wf
-	if o.PayBy != nil && !o.PayBy.After(now) {
-		status, reason = ordersaga.StatusExpired, "payment deadline passed; "+reason
-	}
-	if _, err := r.Store.CloseOrder(ctx, OrderRecord{OrderID: o.OrderID, Status: status, ClosedReason: reason}); err != nil {
-		return nil, 0, err
-	}
-	r.logger().Warn("leaked order closed", "order_id", o.OrderID, "workflow", wf, "units_restored", units, "status", string(status))
+	r.logger().Warn("leaked order closed", "order_id", o.OrderID, "workflow", wf, "units_restored", units, "status", string(rec.Status))
 	return rows, units, nil
 }
 

@@ -248,19 +248,12 @@ func (s *Store) RecordAnomalies(ctx context.Context, rows []Anomaly) error {
 		for _, a := range rows {
 			if err := tx.Exec(`INSERT INTO stock_anomalies (run_id, sku, order_id, kind, expected, observed, action, detail, created_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				a.RunID, a.SKU, nullable(a.OrderID), a.Kind, a.Expected, a.Observed, a.Action, nullable(truncate(a.Detail, 512)), now).Error; err != nil {
+				a.RunID, a.SKU, nullable(a.OrderID), a.Kind, a.Expected, a.Observed, a.Action, nullable(clip(a.Detail, anomalyDetailChars)), now).Error; err != nil {
 				return fmt.Errorf("record anomaly: %w", err)
 			}
 		}
 		return nil
 	})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // Anomalies returns the rows of stock_anomalies, oldest first; runID "" means every run.

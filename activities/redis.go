@@ -31,6 +31,7 @@ const (
 	codeNotLoaded  = 4
 	codeRefused    = 5
 	codeNoHold     = 6
+	codeKept       = 7 // release of a sold order: its confirmed hold stays
 	defaultMarkTTL = 7 * 24 * time.Hour
 )
 
@@ -51,6 +52,8 @@ const (
 	Released          ReleaseOutcome = "released"
 	AlreadyReleased   ReleaseOutcome = "already_released"
 	TombstoneReleased ReleaseOutcome = "tombstone"
+	// KeptSold: the order is paid and its confirmed hold stays confirmed (ReleaseUnsold only).
+	KeptSold ReleaseOutcome = "kept_sold"
 )
 
 // RedisStock is the Redis layer: per-SKU available counters, holds and per-order markers, changed only by the
@@ -140,10 +143,20 @@ func (r *RedisStock) Reserve(ctx context.Context, orderID, sku string, qty int64
 // Release gives back what orderID holds of sku, once; releasing what was never reserved writes a tombstone
 // so that a late reserve is refused.
 func (r *RedisStock) Release(ctx context.Context, orderID, sku string) (ReleaseOutcome, error) {
+	return r.runRelease(ctx, orderID, sku, "")
+}
+
+// ReleaseUnsold is Release for an order the database kept sold (Store.Restore answered Sold: the order is
+// PAID): a confirmed hold stays confirmed (KeptSold), and only a hold the database never took is given back.
+func (r *RedisStock) ReleaseUnsold(ctx context.Context, orderID, sku string) (ReleaseOutcome, error) {
+	return r.runRelease(ctx, orderID, sku, "sold")
+}
+
+func (r *RedisStock) runRelease(ctx context.Context, orderID, sku, mode string) (ReleaseOutcome, error) {
 	if sku == "" || orderID == "" {
 		return "", fmt.Errorf("release: order_id and sku are required (got %q, %q)", orderID, sku)
 	}
-	code, err := r.release.Run(ctx, r.rdb, r.keys(sku, orderID), orderID, r.ttlSeconds()).Int64()
+	code, err := r.release.Run(ctx, r.rdb, r.keys(sku, orderID), orderID, r.ttlSeconds(), mode).Int64()
 	if err != nil {
 		return "", fmt.Errorf("release %s: %w", sku, err)
 	}
@@ -154,6 +167,8 @@ func (r *RedisStock) Release(ctx context.Context, orderID, sku string) (ReleaseO
 		return AlreadyReleased, nil
 	case codeTombstone:
 		return TombstoneReleased, nil
+	case codeKept:
+		return KeptSold, nil
 	}
 	return "", fmt.Errorf("release %s: unexpected script code %d", sku, code)
 }

@@ -42,6 +42,8 @@ type RestoreLine struct {
 	Qty       int64
 	Tombstone bool
 	Duplicate bool
+	// Sold is true when the order is PAID: its units stay sold, nothing is given back.
+	Sold bool
 }
 
 // InventoryRow is one SKU of the inventory table.
@@ -95,7 +97,7 @@ func (s *Store) Deduct(ctx context.Context, in DeductInput) (DeductResult, error
 	lines := sortedLines(in.Lines) // one lock order for every transaction: no deadlock between two orders
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		err = s.inTx(ctx, func(tx *gorm.DB) error { return s.deductTx(tx, in, lines) })
+		err = s.ledgerTx(ctx, func(tx *gorm.DB) error { return s.deductTx(tx, in, lines) })
 		if !errors.Is(err, errRepriced) {
 			break
 		}
@@ -124,7 +126,7 @@ func (s *Store) deductTx(tx *gorm.DB, in DeductInput, lines []ordersaga.Line) er
 			in.OrderID, l.SKU, OpDeduct, l.Qty, now)
 		if res.Error != nil {
 			if isDuplicate(res.Error) {
-				return errAlreadyDeducted
+				return s.deductAgain(tx, in.OrderID)
 			}
 			return fmt.Errorf("deduct %s: ledger %s: %w", in.OrderID, l.SKU, res.Error)
 		}
@@ -179,51 +181,108 @@ func (s *Store) deductTx(tx *gorm.DB, in DeductInput, lines []ordersaga.Line) er
 	return nil
 }
 
-// Restore gives back what Deduct took, for every line in one transaction, once: per line it reads the DEDUCT
-// row with a locking read (so a deduct committing right now is seen), then inserts the RESTORE row — with
-// the deducted qty, or 0 as a tombstone when nothing was deducted, which makes a late deduct refuse.
+// deductAgain decides a deduct whose DEDUCT row already exists, under the order's row lock: the retry of a
+// deduct that committed (the order awaits its payment, nothing restored) answers AlreadyDone; any other
+// state refuses it. An order ID that lives a second time (Temporal forgot its first run) must never take
+// the first life's deduct as its own: its compensation would give back units the first life sold.
+func (s *Store) deductAgain(tx *gorm.DB, orderID string) error {
+	st, found, err := s.lockOrder(tx, orderID)
+	if err != nil {
+		return fmt.Errorf("deduct %s: %w", orderID, err)
+	}
+	if !found || st.Status != ordersaga.StatusAwaitingPayment {
+		return fmt.Errorf("deduct %s: the order is %s: %w", orderID, orFallback(string(st.Status), "not recorded"), ErrCompensated)
+	}
+	restored, err := hasRestore(tx, orderID)
+	if err != nil {
+		return fmt.Errorf("deduct %s: %w", orderID, err)
+	}
+	if restored {
+		return fmt.Errorf("deduct %s: the order is restored: %w", orderID, ErrCompensated)
+	}
+	return errAlreadyDeducted
+}
+
+func orFallback(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+// Restore gives back what Deduct took, for every line in one transaction, once. A PAID order gives nothing
+// back (every line answers Sold): the order's row lock orders it against MarkPaid, which refuses once a
+// RESTORE exists, so an order is either paid with its units sold or restored, never both. Per line it reads
+// the DEDUCT row with a locking read (so a deduct committing right now is seen), then inserts the RESTORE
+// row — with the deducted qty, or 0 as a tombstone when nothing was deducted, which makes a late deduct
+// refuse.
 func (s *Store) Restore(ctx context.Context, orderID string, lines []ordersaga.Line) ([]RestoreLine, error) {
 	if err := validateLines("restore", orderID, lines); err != nil {
 		return nil, err
 	}
-	sorted := sortedLines(lines)
 	var out []RestoreLine
-	err := s.inTx(ctx, func(tx *gorm.DB) error {
-		out = out[:0]
-		now := s.now()
-		for _, l := range sorted {
-			var deducted []int64
-			if err := tx.Raw("SELECT qty FROM stock_ledger WHERE order_id = ? AND sku = ? AND op = ?"+s.forUpdate(),
-				orderID, l.SKU, OpDeduct).Scan(&deducted).Error; err != nil {
-				return fmt.Errorf("restore %s: read deduct %s: %w", orderID, l.SKU, err)
-			}
-			var qty int64
-			if len(deducted) > 0 {
-				qty = deducted[0]
-			}
-			res := tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES (?, ?, ?, ?, ?)",
-				orderID, l.SKU, OpRestore, qty, now)
-			if res.Error != nil {
-				if isDuplicate(res.Error) {
-					out = append(out, RestoreLine{SKU: l.SKU, Duplicate: true})
-					continue
-				}
-				return fmt.Errorf("restore %s: ledger %s: %w", orderID, l.SKU, res.Error)
-			}
-			if qty == 0 {
-				out = append(out, RestoreLine{SKU: l.SKU, Tombstone: true})
-				continue
-			}
-			if err := tx.Exec("UPDATE inventory SET stock = stock + ?, updated_at = ? WHERE sku = ?",
-				qty, now, l.SKU).Error; err != nil {
-				return fmt.Errorf("restore %s: update %s: %w", orderID, l.SKU, err)
-			}
-			out = append(out, RestoreLine{SKU: l.SKU, Qty: qty})
-		}
-		return nil
+	err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
+		var err error
+		out, err = s.restoreTx(tx, orderID, lines)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// restoreTx is Restore inside the caller's transaction.
+func (s *Store) restoreTx(tx *gorm.DB, orderID string, lines []ordersaga.Line) ([]RestoreLine, error) {
+	sorted := sortedLines(lines)
+	out := make([]RestoreLine, 0, len(sorted))
+	// An order without a row has no deduct committed (the deduct writes both in one transaction): no lock
+	// to take, and no gap lock on the orders index that would hold up other orders' deducts.
+	var rows int64
+	if err := tx.Raw("SELECT COUNT(*) FROM orders WHERE order_id = ?", orderID).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("restore %s: %w", orderID, err)
+	}
+	if rows > 0 {
+		st, _, err := s.lockOrder(tx, orderID)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: %w", orderID, err)
+		}
+		if st.Status == ordersaga.StatusPaid {
+			for _, l := range sorted {
+				out = append(out, RestoreLine{SKU: l.SKU, Sold: true})
+			}
+			return out, nil
+		}
+	}
+	now := s.now()
+	for _, l := range sorted {
+		var deducted []int64
+		if err := tx.Raw("SELECT qty FROM stock_ledger WHERE order_id = ? AND sku = ? AND op = ?"+s.forUpdate(),
+			orderID, l.SKU, OpDeduct).Scan(&deducted).Error; err != nil {
+			return nil, fmt.Errorf("restore %s: read deduct %s: %w", orderID, l.SKU, err)
+		}
+		var qty int64
+		if len(deducted) > 0 {
+			qty = deducted[0]
+		}
+		res := tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES (?, ?, ?, ?, ?)",
+			orderID, l.SKU, OpRestore, qty, now)
+		if res.Error != nil {
+			if isDuplicate(res.Error) {
+				out = append(out, RestoreLine{SKU: l.SKU, Duplicate: true})
+				continue
+			}
+			return nil, fmt.Errorf("restore %s: ledger %s: %w", orderID, l.SKU, res.Error)
+		}
+		if qty == 0 {
+			out = append(out, RestoreLine{SKU: l.SKU, Tombstone: true})
+			continue
+		}
+		if err := tx.Exec("UPDATE inventory SET stock = stock + ?, updated_at = ? WHERE sku = ?",
+			qty, now, l.SKU).Error; err != nil {
+			return nil, fmt.Errorf("restore %s: update %s: %w", orderID, l.SKU, err)
+		}
+		out = append(out, RestoreLine{SKU: l.SKU, Qty: qty})
 	}
 	return out, nil
 }

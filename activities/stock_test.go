@@ -291,10 +291,10 @@ func TestRestore_GivesStockBackOnce(t *testing.T) {
 		ledgerRow{"o1", "A", activities.OpDeduct, 3}, ledgerRow{"o1", "A", activities.OpRestore, 3},
 		ledgerRow{"o1", "B", activities.OpDeduct, 2}, ledgerRow{"o1", "B", activities.OpRestore, 2})
 
-	// A deduct retried after its compensation is a duplicate: it answers the first result and takes nothing.
+	// A deduct retried after its compensation is refused (not a duplicate to build on) and takes nothing.
 	res, err := store.Deduct(ctx, deductIn("o1", line("A", 3), line("B", 2)))
-	if err != nil || !res.AlreadyDone {
-		t.Errorf("Deduct after restore = %+v, %v; want AlreadyDone", res, err)
+	if !errors.Is(err, activities.ErrCompensated) {
+		t.Errorf("Deduct after restore = %+v, %v; want ErrCompensated", res, err)
 	}
 	checkStock(t, store, map[string]int64{"A": 10, "B": 10})
 	checkI4(t, store)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -259,7 +260,10 @@ func (w *orderWorkflow) confirm(ctx workflow.Context) {
 // reject closes an order whose reservation or deduct failed: status REJECTED at once (the API answers),
 // then compensation of every step that was started, then the record.
 func (w *orderWorkflow) reject(ctx workflow.Context, cause error) (ordersaga.Order, error) {
-	reason := "reservation failed: " + cause.Error()
+	// The reason is for the buyer and the orders table: a kind, never an error chain (hosts, SQL). The whole
+	// cause goes to the log.
+	reason := "reservation failed: " + failureKind(cause)
+	w.logger.Warn("reservation failed", "error", cause)
 	switch {
 	case w.soldOutSKU != "":
 		reason = "sold out: " + w.soldOutSKU
@@ -281,16 +285,24 @@ func (w *orderWorkflow) reject(ctx workflow.Context, cause error) (ordersaga.Ord
 func (w *orderWorkflow) compensate(ctx workflow.Context) {
 	cctx, _ := workflow.NewDisconnectedContext(ctx)
 	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
+	// sold names the lines the database kept sold (the order is PAID: a second life of its order ID, or a
+	// payment that won the order's lock): their confirmed Redis holds stay confirmed.
+	sold := map[string]bool{}
 	if w.deductStarted {
+		var restored []activities.RestoreLine
 		if err := workflow.ExecuteActivity(cctx, acts.RestoreOrder,
-			activities.RestoreInput{OrderID: w.in.OrderID, Lines: w.order.Lines}).Get(cctx, nil); err != nil {
+			activities.RestoreInput{OrderID: w.in.OrderID, Lines: w.order.Lines}).Get(cctx, &restored); err != nil {
 			w.logger.Error("restore failed", "error", err)
+		}
+		for _, l := range restored {
+			sold[l.SKU] = l.Sold
 		}
 	}
 	if w.reserveStarted {
 		futures := make([]workflow.Future, len(w.order.Lines))
 		for i, l := range w.order.Lines {
-			futures[i] = workflow.ExecuteActivity(cctx, acts.ReleaseLine, activities.LineInput{OrderID: w.in.OrderID, SKU: l.SKU, Qty: l.Qty})
+			futures[i] = workflow.ExecuteActivity(cctx, acts.ReleaseLine,
+				activities.LineInput{OrderID: w.in.OrderID, SKU: l.SKU, Qty: l.Qty, Sold: sold[l.SKU]})
 		}
 		for i, f := range futures {
 			if err := f.Get(cctx, nil); err != nil {
@@ -309,9 +321,39 @@ func (w *orderWorkflow) record(ctx workflow.Context) {
 		OrderID: w.in.OrderID, UserID: w.in.UserID, Status: w.order.Status, Currency: w.in.Currency,
 		PayBy: w.order.PayBy, ClosedReason: w.order.ClosedReason, Lines: w.order.Lines,
 	}
-	if err := workflow.ExecuteActivity(cctx, acts.CloseOrder, rec).Get(cctx, nil); err != nil {
+	var stored activities.OrderRecord
+	if err := workflow.ExecuteActivity(cctx, acts.CloseOrder, rec).Get(cctx, &stored); err != nil {
 		w.logger.Error("record closed order failed", "error", err)
+		return
 	}
+	// The database had decided first (a PAID order stays PAID): the order is what the database says.
+	// (Histories recorded before CloseOrder returned the record carry no status here.)
+	if stored.Status != "" && stored.Status != w.order.Status {
+		w.logger.Warn("the database closed the order otherwise; taking its word", "status", string(w.order.Status),
+			"database_status", string(stored.Status))
+		w.order.Status, w.order.ClosedReason, w.order.PaidAt = stored.Status, stored.ClosedReason, stored.PaidAt
+		if err := w.upsert(ctx, SAOrderStatus.ValueSet(string(stored.Status))); err != nil {
+			w.logger.Error("upsert status", "error", err)
+		}
+	}
+}
+
+// failureKind names what made a reservation fail, in a few words fit for a buyer and a 255-character column:
+// the error type of a business or activity failure, or "timeout".
+func failureKind(err error) string {
+	var (
+		appErr     *temporal.ApplicationError
+		timeoutErr *temporal.TimeoutError
+	)
+	switch {
+	case errors.As(err, &appErr) && appErr.Type() != "" && !strings.ContainsAny(appErr.Type(), "*."):
+		return appErr.Type() // one of ours (NotLoaded, Compensated, ...), not a Go type name
+	case errors.As(err, &timeoutErr):
+		return "timeout"
+	case errors.As(err, &appErr):
+		return "error"
+	}
+	return "internal error"
 }
 
 // awaitPayment waits for a matching payment, a cancel or the deadline.
@@ -364,7 +406,7 @@ func (w *orderWorkflow) close(ctx workflow.Context, s ordersaga.Status, reason s
 }
 
 // onPayment applies a payment that matches the order's amount and currency; any other is recorded as
-// rejected and the order keeps waiting.
+// rejected and refunded at once (RecordPayment: refunded_at, once per event), and the order keeps waiting.
 func (w *orderWorkflow) onPayment(ctx workflow.Context, p PaymentSignal) error {
 	if p.EventID == "" {
 		w.logger.Warn("payment signal without event id ignored")

@@ -67,6 +67,8 @@ type harness struct {
 	restore  func(ctx context.Context, in activities.RestoreInput) ([]activities.RestoreLine, error)
 	markPaid func(ctx context.Context, in activities.MarkPaidInput) error
 	recordP  func(ctx context.Context, p activities.PaymentRecord) (activities.PaymentRecord, error)
+	// closeOrder answers CloseOrder (nil: the record as asked)
+	closeOrder func(ctx context.Context, rec activities.OrderRecord) (activities.OrderRecord, error)
 
 	mu    sync.Mutex // activity mocks run on their own goroutines
 	calls []call
@@ -162,9 +164,12 @@ func (h *harness) mockActivities() {
 			return activities.Released, nil
 		})
 	h.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Maybe().Return(
-		func(_ context.Context, rec activities.OrderRecord) error {
+		func(ctx context.Context, rec activities.OrderRecord) (activities.OrderRecord, error) {
 			h.record(actClose, rec)
-			return nil
+			if h.closeOrder != nil {
+				return h.closeOrder(ctx, rec)
+			}
+			return rec, nil
 		})
 	h.env.OnActivity(a.MarkPaid, mock.Anything, mock.Anything).Maybe().Return(
 		func(ctx context.Context, in activities.MarkPaidInput) error {

@@ -2,8 +2,10 @@
 -- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:o:{ORDER}
 -- KEYS[4] inv:{SKU}:ver (bumped on every change, for reconciliation's compare-and-set)
 -- ARGV[1] order ID   ARGV[2] marker TTL in seconds
--- Returns 1 released, 2 duplicate (already released), 3 tombstone written (never reserved).
--- Callers restore the DB before they release, so a confirmed hold ('C') is given back too.
+-- ARGV[3] 'sold' when the database kept the order's units sold (the order is PAID): a confirmed hold ('C')
+--         then stays confirmed, and only a hold the database never took ('H') is given back
+-- Returns 1 released, 2 duplicate (already released), 3 tombstone written (never reserved), 7 kept (sold).
+-- Callers restore the DB before they release, so a confirmed hold ('C') is given back too, unless sold.
 local marker = redis.call('GET', KEYS[3])
 if not marker then
   redis.call('SET', KEYS[3], 'T', 'EX', tonumber(ARGV[2]))
@@ -12,6 +14,9 @@ end
 local state = string.sub(marker, 1, 1)
 if state == 'R' or state == 'T' then
   return 2
+end
+if state == 'C' and ARGV[3] == 'sold' then
+  return 7
 end
 local qty = tonumber(string.sub(marker, 3))
 -- A missing avail key means Redis lost the SKU: do not create it from one order's units; the SKU is

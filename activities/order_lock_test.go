@@ -1,0 +1,148 @@
+package activities_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
+)
+
+// The audit's oversell: an order ID that was PAID lives a second time (Temporal forgot its first run). Its
+// deduct must be refused, not answered AlreadyDone, and its compensation must restore nothing: the units of
+// a paid order stay sold.
+func TestSecondLifeOfAPaidOrder_NeverRestoresItsUnits(t *testing.T) {
+	t.Parallel()
+	store := openStoreWith(t, item{"A", 10, 100})
+	ctx := t.Context()
+	if _, err := store.Deduct(ctx, deductIn("o1", line("A", 3))); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MarkPaid(ctx, activities.PaymentRecord{EventID: "e1", OrderID: "o1", AmountCents: 300, Currency: "EUR"}, payBy); err != nil {
+		t.Fatal(err)
+	}
+
+	// The second life: its deduct is refused (the order is closed), not a duplicate of the first.
+	res, err := store.Deduct(ctx, deductIn("o1", line("A", 3)))
+	if !errors.Is(err, activities.ErrCompensated) {
+		t.Fatalf("Deduct of a PAID order = %+v, %v; want ErrCompensated", res, err)
+	}
+	// Its compensation restores nothing and says the units stay sold.
+	out, err := store.Restore(ctx, "o1", []ordersaga.Line{line("A", 3)})
+	if err != nil {
+		t.Fatalf("Restore of a PAID order: %v", err)
+	}
+	if want := []activities.RestoreLine{{SKU: "A", Sold: true}}; !slices.Equal(out, want) {
+		t.Errorf("Restore of a PAID order = %+v, want %+v", out, want)
+	}
+	// And its record leaves the order PAID, saying so.
+	rec, err := store.CloseOrder(ctx, activities.OrderRecord{OrderID: "o1", Status: ordersaga.StatusExpired, ClosedReason: "payment deadline passed"})
+	if err != nil {
+		t.Fatalf("CloseOrder of a PAID order: %v", err)
+	}
+	if rec.Status != ordersaga.StatusPaid {
+		t.Errorf("CloseOrder turned PAID into %s", rec.Status)
+	}
+	checkStock(t, store, map[string]int64{"A": 7})
+	checkLedger(t, store, "o1", ledgerRow{"o1", "A", activities.OpDeduct, 3})
+	checkI4(t, store)
+}
+
+// A payment that commits after the order's restore is refused (the payment is then refunded): a PAID order
+// never has its units back on sale.
+func TestMarkPaid_RefusedOnceTheOrderIsRestored(t *testing.T) {
+	t.Parallel()
+	store := openStoreWith(t, item{"A", 10, 100})
+	ctx := t.Context()
+	if _, err := store.Deduct(ctx, deductIn("o1", line("A", 2))); err != nil {
+		t.Fatal(err)
+	}
+	// The compensation's restore ran; the order is still AWAITING_PAYMENT until its record is written.
+	if _, err := store.Restore(ctx, "o1", []ordersaga.Line{line("A", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	err := store.MarkPaid(ctx, activities.PaymentRecord{EventID: "e1", OrderID: "o1", AmountCents: 200, Currency: "EUR"}, payBy)
+	if !errors.Is(err, activities.ErrOrderNotPayable) {
+		t.Fatalf("MarkPaid after the restore = %v, want ErrOrderNotPayable", err)
+	}
+	if rec, _ := store.Order(ctx, "o1"); rec.Status == ordersaga.StatusPaid {
+		t.Errorf("order is PAID with its units restored")
+	}
+	if n := countRows(t, store, "payments", "o1"); n != 0 {
+		t.Errorf("payments of o1 = %d, want 0 (the refused payment is the caller's to refund)", n)
+	}
+	checkStock(t, store, map[string]int64{"A": 10})
+}
+
+// A deduct of an order that is closed or restored is refused, whatever closed it.
+func TestDeduct_RefusedOnceTheOrderIsClosedOrRestored(t *testing.T) {
+	t.Parallel()
+	closers := map[string]func(t *testing.T, store *activities.Store){
+		"restored": func(t *testing.T, store *activities.Store) {
+			if _, err := store.Restore(t.Context(), "o1", []ordersaga.Line{line("A", 2)}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"expired": func(t *testing.T, store *activities.Store) {
+			if _, err := store.CloseOrder(t.Context(), activities.OrderRecord{OrderID: "o1", Status: ordersaga.StatusExpired}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"paid": func(t *testing.T, store *activities.Store) {
+			if err := store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "e1", OrderID: "o1", AmountCents: 200, Currency: "EUR"}, payBy); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, closeIt := range closers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			store := openStoreWith(t, item{"A", 10, 100})
+			if _, err := store.Deduct(t.Context(), deductIn("o1", line("A", 2))); err != nil {
+				t.Fatal(err)
+			}
+			closeIt(t, store)
+			before := stockOf(t, store, "A")
+			res, err := store.Deduct(t.Context(), deductIn("o1", line("A", 2)))
+			if !errors.Is(err, activities.ErrCompensated) {
+				t.Fatalf("Deduct of a %s order = %+v, %v; want ErrCompensated", name, res, err)
+			}
+			if after := stockOf(t, store, "A"); after != before {
+				t.Errorf("refused deduct moved the stock from %d to %d", before, after)
+			}
+		})
+	}
+}
+
+// A reason of any length is stored cut to its column on a rune boundary: a long one (a SKU of 64
+// characters in an error chain) must never make the record fail for ever on a strict-mode MySQL.
+func TestCloseOrder_StoresALongReasonBounded(t *testing.T) {
+	t.Parallel()
+	store := openStoreWith(t, item{"A", 10, 100})
+	ctx := t.Context()
+	sku := strings.Repeat("S", 64)
+	reason := "reservation failed: reserve " + sku + ": " + strings.Repeat("é", 300)
+	rec, err := store.CloseOrder(ctx, activities.OrderRecord{
+		OrderID: "o1", UserID: "u1", Status: ordersaga.StatusRejected, Currency: "EUR",
+		ClosedReason: reason, Lines: []ordersaga.Line{line("A", 1)},
+	})
+	if err != nil {
+		t.Fatalf("CloseOrder with a %d-byte reason: %v", len(reason), err)
+	}
+	if n := utf8.RuneCountInString(rec.ClosedReason); n > 255 || !utf8.ValidString(rec.ClosedReason) ||
+		!strings.HasPrefix(reason, rec.ClosedReason) || n < 200 {
+		t.Errorf("stored reason (%d runes, valid %v) = %q; want a valid prefix of at most 255 runes",
+			n, utf8.ValidString(rec.ClosedReason), rec.ClosedReason)
+	}
+	p, _, err := store.RecordPayment(ctx, activities.PaymentRecord{EventID: "e1", OrderID: "o1", AmountCents: 1,
+		Currency: "EUR", Result: ordersaga.PaymentRefunded, Detail: reason})
+	if err != nil {
+		t.Fatalf("RecordPayment with a %d-byte detail: %v", len(reason), err)
+	}
+	if n := utf8.RuneCountInString(p.Detail); n > 255 || !strings.HasPrefix(reason, p.Detail) {
+		t.Errorf("stored payment detail has %d runes, want a prefix of at most 255", n)
+	}
+}
