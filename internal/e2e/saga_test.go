@@ -3,19 +3,13 @@ package e2e
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -25,8 +19,6 @@ import (
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/workflows"
 )
-
-var updateHistories = flag.Bool("update-histories", false, "record the paid, expired and sold-out histories into workflows/testdata")
 
 type placed struct {
 	orderID string
@@ -188,47 +180,6 @@ func TestSagaEndToEnd(t *testing.T) {
 	}
 	t.Logf("e2e: %d orders (demand %d units, stock 90) placed and acted on in %s; outcomes %v; db=%s\n%s",
 		n, demand, placedIn.Round(time.Millisecond), counts, env.Store.Dialect(), rep)
-
-	if *updateHistories {
-		recordHistories(t, ctx, env.Client, results)
-	}
-}
-
-// recordHistories writes one history of each path the replay test covers.
-func recordHistories(t *testing.T, ctx context.Context, c client.Client, results []placed) {
-	want := map[string]string{"paid": "paid.json", "expire": "expired.json", "sold-out": "sold_out.json"}
-	for _, p := range results {
-		kind := p.group
-		if p.res.Order.Status == ordersaga.StatusRejected {
-			kind = "sold-out"
-		}
-		name, ok := want[kind]
-		if !ok {
-			continue
-		}
-		delete(want, kind)
-		iter := c.GetWorkflowHistory(ctx, workflows.OrderWorkflowID(p.orderID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		hist := &historypb.History{}
-		for iter.HasNext() {
-			ev, err := iter.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			hist.Events = append(hist.Events, ev)
-		}
-		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join("..", "..", "workflows", "testdata", name)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("recorded %s (%d events) from %s", path, len(hist.Events), p.orderID)
-	}
-	if len(want) > 0 {
-		t.Errorf("no history recorded for %v", want)
-	}
 }
 
 // place is orderclient.Place as the order API uses it: when the wait for the reservation ends before it is
