@@ -105,13 +105,11 @@ func (s *server) handleCancelOrder() http.Handler {
 		o, err := orderclient.Cancel(ctx, s.Temporal, id, "")
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {
-			// Closed or gone from Temporal: the database has the final word.
-			rec, derr := s.Store.Order(ctx, id)
-			if errors.Is(derr, activities.ErrNotFound) {
+			o, err = s.cancelGone(ctx, id)
+			if errors.Is(err, activities.ErrNotFound) {
 				writeOrderNotFound(w, id)
 				return
 			}
-			o, err = rec.View(), derr
 		}
 		if err != nil {
 			s.Logger.Warn("cancel order", "order_id", id, "error", err)
@@ -126,6 +124,27 @@ func (s *server) handleCancelOrder() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, o)
 	})
+}
+
+// cancelGone cancels an order whose workflow is closed or gone from Temporal: the database has the final
+// word. An order it still holds open (or closed unpaid, in case an earlier close stopped before its Redis
+// release) is closed and its stock given back on both sides, the way reconciliation closes a leaked order;
+// a PAID or REJECTED order is answered as it stands.
+func (s *server) cancelGone(ctx context.Context, id string) (ordersaga.Order, error) {
+	rec, err := s.Store.Order(ctx, id)
+	if err != nil {
+		return ordersaga.Order{}, err
+	}
+	switch rec.Status {
+	case ordersaga.StatusPaid, ordersaga.StatusRejected:
+		return rec.View(), nil
+	}
+	rec, _, err = activities.CloseGone(ctx, s.Store, s.Redis, id, ordersaga.StatusCancelled,
+		"cancelled; the order's workflow was gone")
+	if err != nil {
+		return ordersaga.Order{}, err
+	}
+	return rec.View(), nil
 }
 
 // writeOrderNotFound answers 404 for the order id ("" for an ID that cannot name an order, which is not echoed).

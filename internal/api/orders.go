@@ -139,6 +139,13 @@ func (p *placement) run() string {
 		p.replay(rec)
 		return outcomeReplayed
 	}
+	// An order that is already final is answered from the database, never placed again: once Temporal has
+	// forgotten its workflow (retention), a new run under the same order ID would be a second life of it.
+	if o, err := store.Order(ctx, rec.OrderID); err == nil && o.Status.Final() {
+		return p.answer(rec, reservationOf(o.View()))
+	} else if err != nil && !errors.Is(err, activities.ErrNotFound) {
+		return p.unavailable("database", err)
+	}
 
 	// The fast path may only refuse. It answers only while no request has started this generation's
 	// workflow: one that has is deciding, and every request with the key answers as it does.
@@ -194,14 +201,20 @@ func (p *placement) run() string {
 		writeProblem(p.w, newProblem(kindInternal, "the order could not be placed; retry with the same Idempotency-Key"))
 		return outcomeError
 	}
+	return p.answer(rec, res)
+}
+
+// answer answers a decided reservation: 201 with the order (kept for replays), or the rejection.
+func (p *placement) answer(rec activities.IdempotencyRecord, res workflows.Reservation) string {
 	if res.Order.Status != ordersaga.StatusRejected {
 		return p.reserved(rec, res.Order)
 	}
 
 	// A rejection is not remembered: the key moves to a new order ID, so a retry is a new order (the rejected
 	// one's tombstones are final).
+	ctx := p.r.Context()
 	next := OrderID(p.req.UserID, p.key, rec.Generation+1)
-	if err := store.NextIdempotencyGeneration(ctx, p.req.UserID, p.key, rec.Generation, next); err != nil {
+	if err := p.s.Store.NextIdempotencyGeneration(ctx, p.req.UserID, p.key, rec.Generation, next); err != nil {
 		p.s.Logger.Warn("move idempotency key past a rejected order; a retry replays the rejection", "order_id", rec.OrderID, "error", err)
 	}
 	switch {
@@ -309,6 +322,11 @@ func (s *server) closedReservation(ctx context.Context, orderID string) (workflo
 		}
 		o = rec.View()
 	}
+	return reservationOf(o), nil
+}
+
+// reservationOf rebuilds the reservation answer of a closed order.
+func reservationOf(o ordersaga.Order) workflows.Reservation {
 	res := workflows.Reservation{Order: o}
 	if o.Status == ordersaga.StatusRejected {
 		if sku, ok := strings.CutPrefix(o.ClosedReason, "sold out: "); ok {
@@ -317,7 +335,7 @@ func (s *server) closedReservation(ctx context.Context, orderID string) (workflo
 			res.UnknownSKU = sku
 		}
 	}
-	return res, nil
+	return res
 }
 
 // reserved answers 201 with the order and keeps the answer for replays; when a concurrent request with the
