@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
@@ -195,6 +196,23 @@ func loadLocked(ctx context.Context, tx *gorm.DB, store *Store, rs *RedisStock, 
 		truth.stock = *stock
 	}
 	return rs.repairAvail(ctx, sku, modeSet, truth.stock, snap, truth.deducted, truth.pending)
+}
+
+// loadAvail is the cold load: measureAndRepair in load mode, which writes the counter only if it is missing
+// and Redis did not move since the snapshot, run again when Redis moved, at most maxCASAttempts times. A load
+// that raced every time leaves the counter missing (fail closed) for the caller's retry.
+func loadAvail(ctx context.Context, rs *RedisStock, store *Store, sku string) (availRepair, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := measureAndRepair(ctx, rs, store, sku, modeLoad)
+		if err != nil || res.code != codeRaced || attempt == maxCASAttempts {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		}
+	}
 }
 
 // ReadStock reads a SKU from the database and Redis; ErrNotFound when the SKU does not exist.

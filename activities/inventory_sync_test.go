@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
@@ -140,6 +141,47 @@ func (h scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			}
 		}
 		return next(ctx, cmd)
+	}
+}
+
+// The cold load (a reserve finding the counter missing) races an order: between the load's snapshots and its
+// script, a held order deducts and confirms. The script no longer sees the hold but the stock it was given
+// still counts its units, so it must not write (compare-and-set on the version) and load again instead.
+func TestReserveLine_ColdLoadRacingADeductAndConfirm(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store, rs := testenv.MustOpenStore(t), testenv.MustOpenRedis(t)
+	const sku = "COLD-RACE"
+	mustOK(t, store.SetInventory(ctx, sku, 10, 100))
+	mustOK(t, rs.SetAvailable(ctx, sku, 10))
+	_, err := rs.Reserve(ctx, "racer", sku, 3)
+	mustOK(t, err)
+	mustOK(t, rs.Client().Del(ctx, rs.AvailKey(sku)).Err()) // the counter is lost
+
+	fired := beforeRepairAvail(t, rs, "load", func() {
+		mustOK(t, rcDeduct(ctx, store, "racer", sku, 3))
+		_, err := rs.Confirm(ctx, "racer", sku)
+		mustOK(t, err)
+	})
+	var env testsuite.WorkflowTestSuite
+	aenv := env.NewTestActivityEnvironment()
+	acts := &activities.Activities{Redis: rs, Store: store}
+	aenv.RegisterActivity(acts)
+	v, err := aenv.ExecuteActivity(acts.ReserveLine, activities.LineInput{OrderID: "new", SKU: sku, Qty: 1})
+	if !fired.Load() {
+		t.Fatal("the interleaving did not happen: no repair_avail.lua call in load mode")
+	}
+	if err != nil {
+		t.Fatalf("reserve after the counter was lost: %v", err)
+	}
+	var out activities.ReserveOutcome
+	mustOK(t, v.Get(&out))
+	if out != activities.Reserved {
+		t.Errorf("reserve = %s, want reserved", out)
+	}
+	// db.stock 7 − the new order's hold 1 = 6.
+	if avail, truth := promise(t, store, rs, sku); avail != truth || truth != 6 {
+		t.Errorf("Redis %d, database %d; want 6 and 6", avail, truth)
 	}
 }
 

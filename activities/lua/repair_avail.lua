@@ -3,7 +3,8 @@
 -- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:ver
 -- KEYS[4..] inv:{SKU}:o:{ORDER} of the pending releases
 -- ARGV[1] mode: 'repair' (set the counter when it drifted and nothing changed since the snapshot),
---         'load' (set it only when it is missing: the cold-start load on a reservation's path) or
+--         'load' (set it only when it is missing and nothing changed since the snapshot: the cold-start load
+--         on a reservation's path) or
 --         'set' (set it whatever it is, and bump the version: the caller holds the database's lock on the
 --         SKU, so no deduct or restore of it commits before the script has run; the admin stock change)
 -- ARGV[2] db.stock as read in the database snapshot
@@ -58,6 +59,11 @@ if mode == 'set' then
   return {5, cur, target}
 end
 if not cur then
+  -- A hold that was in the snapshot and was confirmed since left the hash, but the stock read before its
+  -- deduct still counts its units: without the version check the counter would promise them again.
+  if not unchanged then
+    return {4, -1, target}
+  end
   redis.call('SET', KEYS[1], target)
   redis.call('INCR', KEYS[3])
   return {3, -1, target}
