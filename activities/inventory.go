@@ -39,6 +39,9 @@ func (v StockView) Drift() *int64 {
 // release as still to come, which is the truth only when Redis knows no order the database has deducted
 // or restored (a fresh Redis); while orders may be in flight use LoadStock, which asks the database.
 func (r *RedisStock) Load(ctx context.Context, sku string, stock int64) (avail, held int64, err error) {
+	if err := checkStock(sku, stock); err != nil {
+		return 0, 0, fmt.Errorf("load %w", err)
+	}
 	snap, err := r.snapshot(ctx, sku)
 	if err != nil {
 		return 0, 0, fmt.Errorf("load %s: %w", sku, err)
@@ -93,6 +96,24 @@ func (s *Store) KnownSKUs(ctx context.Context, skus []string) (map[string]bool, 
 	return out, nil
 }
 
+// MaxStock is the largest stock a SKU may have: 2^53, up to which every integer is exact in a Lua number (a
+// double). The scripts read the stock with tonumber and write the counter from a Lua number, which Redis turns
+// into the command's argument with %.17g (Redis ≤ 7.0) or, when it is an integer, exactly (7.2 on); both are
+// exact up to here. Past it tonumber rounds (2^53+1 becomes 2^53, so Redis would promise a unit the database
+// does not have, or the reverse), and from 1e17 Redis 7.0 writes "1e+17", which INCRBY and DECRBY refuse.
+// (Lua's own tostring, %.14g, never sees a stock: no script concatenates one.)
+const MaxStock int64 = 1 << 53
+
+// ErrStockOutOfRange means a stock below 0 or above MaxStock.
+var ErrStockOutOfRange = errors.New("stock out of range")
+
+func checkStock(sku string, stock int64) error {
+	if stock < 0 || stock > MaxStock {
+		return fmt.Errorf("%s: stock %d: want 0 to %d: %w", sku, stock, MaxStock, ErrStockOutOfRange)
+	}
+	return nil
+}
+
 // SetStock sets a SKU's stock and price in the database (creating the SKU) and loads Redis to match, safe
 // while orders are in flight. Redis is set under the lock the database transaction holds on the inventory
 // row, so no deduct or restore of the SKU commits in between, and from the same rule as reconciliation
@@ -105,8 +126,11 @@ func SetStock(ctx context.Context, store *Store, rs *RedisStock, sku string, sto
 	if sku == "" {
 		return StockView{}, errors.New("set stock: sku is empty")
 	}
-	if stock < 0 || priceCents < 0 {
-		return StockView{}, fmt.Errorf("set stock %s: stock and price_cents must not be negative (got %d, %d)", sku, stock, priceCents)
+	if err := checkStock(sku, stock); err != nil {
+		return StockView{}, fmt.Errorf("set stock %w", err)
+	}
+	if priceCents < 0 {
+		return StockView{}, fmt.Errorf("set stock %s: price_cents must not be negative (got %d)", sku, priceCents)
 	}
 	touched := false
 	err := store.inTx(ctx, func(tx *gorm.DB) error {

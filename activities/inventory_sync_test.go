@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -207,6 +208,43 @@ func TestSetStock_BetweenReconciliationSnapshotAndScript(t *testing.T) {
 	}
 	if !fired.Load() {
 		t.Fatal("the interleaving did not happen: no repair_avail.lua call in repair mode")
+	}
+	if avail, truth := promise(t, store, rs, sku); avail != truth {
+		t.Errorf("Redis %d, database %d; want equal", avail, truth)
+	}
+}
+
+// A stock past 2^53 is not exact in the scripts (a Lua number is a double): SetStock and Load refuse it and
+// write nothing; at 2^53 the database and Redis hold the same number, holds included.
+func TestSetStock_StockLimit(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store, rs := testenv.MustOpenStore(t), testenv.MustOpenRedis(t)
+	const sku, limit = "BIG", int64(1) << 53
+	if limit != activities.MaxStock {
+		t.Fatalf("MaxStock = %d, want 2^53", activities.MaxStock)
+	}
+	if _, err := activities.SetStock(ctx, store, rs, sku, limit+1, 1); !errors.Is(err, activities.ErrStockOutOfRange) {
+		t.Errorf("SetStock(2^53+1) = %v, want ErrStockOutOfRange", err)
+	}
+	if _, err := store.Inventory(ctx, sku); err == nil {
+		t.Error("a refused SetStock created the SKU")
+	}
+	if _, _, err := rs.Load(ctx, sku, limit+1); !errors.Is(err, activities.ErrStockOutOfRange) {
+		t.Errorf("Load(2^53+1) = %v, want ErrStockOutOfRange", err)
+	}
+	if _, loaded, _ := rs.Available(ctx, sku); loaded {
+		t.Error("a refused Load wrote the counter")
+	}
+
+	_, err := activities.SetStock(ctx, store, rs, sku, limit, 1)
+	mustOK(t, err)
+	_, err = rs.Reserve(ctx, "o-big", sku, 3)
+	mustOK(t, err)
+	v, err := activities.SetStock(ctx, store, rs, sku, limit, 1)
+	mustOK(t, err)
+	if v.DBStock != limit || v.RedisAvailable == nil || *v.RedisAvailable != limit-3 || v.Holds != 3 {
+		t.Errorf("at the limit with a hold of 3: %+v", v)
 	}
 	if avail, truth := promise(t, store, rs, sku); avail != truth {
 		t.Errorf("Redis %d, database %d; want equal", avail, truth)

@@ -18,6 +18,8 @@
 -- Returns {code, counter before (or -1 when missing), target}: code 1 in line, 2 already loaded (load mode),
 -- 3 loaded (the counter was missing), 4 raced (Redis changed since the snapshot: nothing written),
 -- 5 repaired (the counter was set to target).
+-- Every number here is exact only up to 2^53 (a Lua number is a double): the stock is kept at or below that
+-- (MaxStock in inventory.go).
 local mode = ARGV[1]
 local stock = tonumber(ARGV[2])
 if not stock then

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ordersaga/ordersaga/internal/api"
@@ -71,6 +73,31 @@ func TestInventory(t *testing.T) {
 			}
 		}
 		put("bad%20sku", `{"stock":1,"price_cents":1}`, admin).wantProblem(t, http.StatusBadRequest, "invalid-field")
+	})
+
+	// The scripts keep a stock exact up to 2^53 (a Lua number is a double): past it the PUT is refused, naming
+	// the field and the limit; at it, the database and Redis hold the same number.
+	t.Run("put_refuses_stock_past_the_lua_limit", func(t *testing.T) {
+		t.Parallel()
+		const limit = "9007199254740992" // 2^53
+		p := put("INV-BIG", `{"stock":9007199254740993,"price_cents":1}`, admin).wantProblem(t, http.StatusBadRequest, "invalid-field")
+		if p.Field != "stock" || !strings.Contains(p.Detail, limit) {
+			t.Errorf("problem %+v: want field stock and the limit %s in the detail", p, limit)
+		}
+		if _, err := e.Store.Inventory(ctx, "INV-BIG"); err == nil {
+			t.Error("a refused PUT created the SKU")
+		}
+
+		b := put("INV-BIG", `{"stock":`+limit+`,"price_cents":1}`, admin).inventory(t)
+		if strconv.FormatInt(b.DBStock, 10) != limit || b.RedisAvailable == nil || strconv.FormatInt(*b.RedisAvailable, 10) != limit || *b.Drift != 0 {
+			t.Errorf("at the limit: %+v, want db_stock = redis_available = %s", b, limit)
+		}
+		if raw, err := e.Redis.Client().Get(ctx, e.Redis.AvailKey("INV-BIG")).Result(); err != nil || raw != limit {
+			t.Errorf("redis counter %q, %v; want %q", raw, err, limit)
+		}
+		if inv, err := e.Store.Inventory(ctx, "INV-BIG"); err != nil || strconv.FormatInt(inv.Stock, 10) != limit {
+			t.Errorf("db stock %d, %v; want %s", inv.Stock, err, limit)
+		}
 	})
 
 	t.Run("put_then_get", func(t *testing.T) {
