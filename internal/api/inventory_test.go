@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
 )
 
@@ -136,6 +139,37 @@ func TestInventory(t *testing.T) {
 		}
 	})
 
+	// The order was restored in the database and its Redis release is still to come when the stock is set:
+	// the release must not lift Redis above the database (I3).
+	t.Run("put_before_a_pending_release_never_promises_more_than_the_db", func(t *testing.T) {
+		t.Parallel()
+		const sku, order = "INV-PENDING", "o-inv-pending"
+		lines := []ordersaga.Line{{SKU: sku, Qty: 3}}
+		put(sku, `{"stock":10,"price_cents":100}`, admin).inventory(t)
+		if _, err := e.Redis.Reserve(ctx, order, sku, 3); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Store.Deduct(ctx, activities.DeductInput{OrderID: order, UserID: "u-inv", Currency: testCurrency,
+			PayBy: time.Now().Add(time.Hour), Lines: lines}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Redis.Confirm(ctx, order, sku); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Store.Restore(ctx, order, lines); err != nil {
+			t.Fatal(err)
+		}
+		put(sku, `{"stock":12,"price_cents":100}`, admin).inventory(t)
+		if _, err := e.Redis.Release(ctx, order, sku); err != nil {
+			t.Fatal(err)
+		}
+		b := e.do(http.MethodGet, "/v1/inventory/"+sku, nil, nil).inventory(t)
+		if b.RedisAvailable == nil || *b.RedisAvailable > b.DBStock-b.Holds || *b.Drift != 0 {
+			t.Errorf("after the release: redis_available %v, db_stock %d, holds %d; want redis_available = db_stock − holds",
+				deref(b.RedisAvailable), b.DBStock, b.Holds)
+		}
+	})
+
 	t.Run("get_unknown_is_404", func(t *testing.T) {
 		t.Parallel()
 		e.do(http.MethodGet, "/v1/inventory/NO-SUCH-SKU", nil, nil).wantProblem(t, http.StatusNotFound, "unknown-sku")
@@ -174,6 +208,13 @@ func TestInventory(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
 
 func equalInventory(a, b api.InventoryBody) bool {
 	eq := func(x, y *int64) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
