@@ -2,17 +2,16 @@ package activities
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 )
-
-//go:embed lua/load.lua
-var loadLua string
 
 // StockView is one SKU as the database and Redis see it (the inventory admin endpoints' body).
 type StockView struct {
@@ -34,17 +33,24 @@ func (v StockView) Drift() *int64 {
 	return &d
 }
 
-// Load sets the SKU's counter to stock − Σ holds in one script, so a reserve running at the same moment is
-// counted exactly once. It returns the counter and the held units.
+// Load sets the SKU's counter from a stock the caller read, to stock − Σ holds, in one script (repair_avail.lua
+// in set mode, with no order known to the database), so a reserve running at the same moment is counted
+// exactly once. It returns the counter and the held units. It counts every hold as not deducted yet and no
+// release as still to come, which is the truth only when Redis knows no order the database has deducted
+// or restored (a fresh Redis); while orders may be in flight use LoadStock, which asks the database.
 func (r *RedisStock) Load(ctx context.Context, sku string, stock int64) (avail, held int64, err error) {
-	res, err := redis.NewScript(loadLua).Run(ctx, r.rdb, []string{r.AvailKey(sku), r.HoldsKey(sku)}, stock).Int64Slice()
+	if err := checkStock(sku, stock); err != nil {
+		return 0, 0, fmt.Errorf("load %w", err)
+	}
+	snap, err := r.snapshot(ctx, sku)
 	if err != nil {
 		return 0, 0, fmt.Errorf("load %s: %w", sku, err)
 	}
-	if len(res) != 2 {
-		return 0, 0, fmt.Errorf("load %s: unexpected script answer %v", sku, res)
+	res, err := r.repairAvail(ctx, sku, modeSet, stock, snap, nil, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("load %s: %w", sku, err)
 	}
-	return res[0], res[1], nil
+	return res.target, stock - res.target, nil
 }
 
 // Snapshot reads the SKU's counter and the sum of its holds in one MULTI, so the two agree with each other.
@@ -90,58 +96,146 @@ func (s *Store) KnownSKUs(ctx context.Context, skus []string) (map[string]bool, 
 	return out, nil
 }
 
+// MaxStock is the largest stock a SKU may have: 2^53, up to which every integer is exact in a Lua number (a
+// double). The scripts read the stock with tonumber and write the counter from a Lua number, which Redis turns
+// into the command's argument with %.17g (Redis ≤ 7.0) or, when it is an integer, exactly (7.2 on); both are
+// exact up to here. Past it tonumber rounds (2^53+1 becomes 2^53, so Redis would promise a unit the database
+// does not have, or the reverse), and from 1e17 Redis 7.0 writes "1e+17", which INCRBY and DECRBY refuse.
+// (Lua's own tostring, %.14g, never sees a stock: no script concatenates one.)
+const MaxStock int64 = 1 << 53
+
+// ErrStockOutOfRange means a stock below 0 or above MaxStock.
+var ErrStockOutOfRange = errors.New("stock out of range")
+
+func checkStock(sku string, stock int64) error {
+	if stock < 0 || stock > MaxStock {
+		return fmt.Errorf("%s: stock %d: want 0 to %d: %w", sku, stock, MaxStock, ErrStockOutOfRange)
+	}
+	return nil
+}
+
 // SetStock sets a SKU's stock and price in the database (creating the SKU) and loads Redis to match, safe
-// while orders are in flight: the Redis load runs inside the database transaction, after the inventory row is
-// locked, so no deduct of the SKU commits between the two, and Redis gets stock − Σ holds (the holds are the
-// reserves whose deduct is still to come). If the transaction fails after the load, Redis is loaded again from
-// the stock the database kept.
+// while orders are in flight. Redis is set under the lock the database transaction holds on the inventory
+// row, so no deduct or restore of the SKU commits in between, and from the same rule as reconciliation
+// (repair_avail.lua): the stock, minus the holds whose deduct has not committed, minus the releases still to
+// come for orders the database has restored. It is set twice, so that it never promises more than the
+// committed stock, not even for the moment before the commit: inside the transaction from the lower of the
+// old and the new stock, then again, under a fresh lock, from the stock the database kept (LoadStock). That
+// second load also repairs Redis when the transaction failed.
 func SetStock(ctx context.Context, store *Store, rs *RedisStock, sku string, stock, priceCents int64) (StockView, error) {
 	if sku == "" {
 		return StockView{}, errors.New("set stock: sku is empty")
 	}
-	if stock < 0 || priceCents < 0 {
-		return StockView{}, fmt.Errorf("set stock %s: stock and price_cents must not be negative (got %d, %d)", sku, stock, priceCents)
+	if err := checkStock(sku, stock); err != nil {
+		return StockView{}, fmt.Errorf("set stock %w", err)
 	}
-	loaded := false
+	if priceCents < 0 {
+		return StockView{}, fmt.Errorf("set stock %s: price_cents must not be negative (got %d)", sku, priceCents)
+	}
+	touched := false
 	err := store.inTx(ctx, func(tx *gorm.DB) error {
 		now := store.now()
 		var cur []int64
 		if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?"+store.forUpdate(), sku).Scan(&cur).Error; err != nil {
 			return fmt.Errorf("set stock %s: lock: %w", sku, err)
 		}
+		lower := stock
 		if len(cur) == 0 {
+			lower = 0 // nothing was for sale: a counter left from an earlier life of the SKU must not sell
 			if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, updated_at) VALUES (?, ?, ?, ?)",
 				sku, stock, priceCents, now).Error; err != nil {
 				return fmt.Errorf("set stock %s: %w", sku, err)
 			}
-		} else if err := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, updated_at = ? WHERE sku = ?",
-			stock, priceCents, now, sku).Error; err != nil {
-			return fmt.Errorf("set stock %s: %w", sku, err)
+		} else {
+			lower = min(lower, cur[0])
+			if err := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, updated_at = ? WHERE sku = ?",
+				stock, priceCents, now, sku).Error; err != nil {
+				return fmt.Errorf("set stock %s: %w", sku, err)
+			}
 		}
-		loaded = true
-		if _, _, err := rs.Load(ctx, sku, stock); err != nil {
+		touched = true
+		if _, err := loadLocked(ctx, tx, store, rs, sku, &lower); err != nil {
 			return fmt.Errorf("set stock: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
-		if loaded {
-			repairLoad(context.WithoutCancel(ctx), store, rs, sku)
+		if touched {
+			_ = LoadStock(context.WithoutCancel(ctx), store, rs, sku) // best effort: reconciliation repairs the rest
 		}
 		return StockView{}, err
+	}
+	if err := LoadStock(ctx, store, rs, sku); err != nil {
+		return StockView{}, fmt.Errorf("set stock %s: set to %d in the database, redis not raised to it yet: %w", sku, stock, err)
 	}
 	return ReadStock(ctx, store, rs, sku)
 }
 
-// repairLoad puts Redis back in line with the stock the database kept after a failed SetStock (best effort:
-// reconciliation repairs what this cannot).
-func repairLoad(ctx context.Context, store *Store, rs *RedisStock, sku string) {
-	inv, err := store.Inventory(ctx, sku)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		_ = rs.rdb.Del(ctx, rs.AvailKey(sku)).Err()
-	case err == nil:
-		_, _, _ = rs.Load(ctx, sku, inv.Stock)
+// LoadStock sets a SKU's counter from the database, under a lock on its inventory row (see SetStock); when
+// the SKU does not exist, its counter is removed (fail closed).
+func LoadStock(ctx context.Context, store *Store, rs *RedisStock, sku string) error {
+	return store.inTx(ctx, func(tx *gorm.DB) error {
+		_, err := loadLocked(ctx, tx, store, rs, sku, nil)
+		if errors.Is(err, ErrNotFound) {
+			if derr := rs.rdb.Del(ctx, rs.AvailKey(sku)).Err(); derr != nil {
+				return fmt.Errorf("load stock %s: %w", sku, derr)
+			}
+			return nil
+		}
+		return err
+	})
+}
+
+// loadLocked locks the SKU's inventory row in tx (if tx has not already) and sets the counter from the
+// database as tx sees it (repair_avail.lua in set mode); stock overrides the row's stock when set. It returns
+// ErrNotFound when the row does not exist.
+func loadLocked(ctx context.Context, tx *gorm.DB, store *Store, rs *RedisStock, sku string, stock *int64) (availRepair, error) {
+	// The lock comes before any other read: on MySQL the first plain read fixes the transaction's snapshot,
+	// which must not predate a deduct or restore that committed before the lock.
+	var row []int64
+	if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?"+store.forUpdate(), sku).Scan(&row).Error; err != nil {
+		return availRepair{}, fmt.Errorf("load stock %s: lock: %w", sku, err)
+	}
+	if len(row) == 0 {
+		return availRepair{}, fmt.Errorf("load stock %s: %w", sku, ErrNotFound)
+	}
+	// No deduct or restore of the SKU commits while tx holds the row, so the watermark finds no later rows;
+	// the Redis snapshot names the held orders whose ledger rows the truth looks up.
+	wm, err := maxLedgerIDIn(tx, sku)
+	if err != nil {
+		return availRepair{}, err
+	}
+	snap, err := rs.snapshot(ctx, sku)
+	if err != nil {
+		return availRepair{}, err
+	}
+	truth, err := store.skuTruthIn(tx, sku, wm, slices.Sorted(maps.Keys(snap.holds)))
+	if err != nil {
+		return availRepair{}, fmt.Errorf("load stock %s: %w", sku, err)
+	}
+	if !truth.known {
+		return availRepair{}, fmt.Errorf("load stock %s: %w", sku, ErrNotFound)
+	}
+	if stock != nil {
+		truth.stock = *stock
+	}
+	return rs.repairAvail(ctx, sku, modeSet, truth.stock, snap, truth.deducted, truth.pending)
+}
+
+// loadAvail is the cold load: measureAndRepair in load mode, which writes the counter only if it is missing
+// and Redis did not move since the snapshot, run again when Redis moved, at most maxCASAttempts times. A load
+// that raced every time leaves the counter missing (fail closed) for the caller's retry.
+func loadAvail(ctx context.Context, rs *RedisStock, store *Store, sku string) (availRepair, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := measureAndRepair(ctx, rs, store, sku, modeLoad)
+		if err != nil || res.code != codeRaced || attempt == maxCASAttempts {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		}
 	}
 }
 

@@ -118,7 +118,8 @@ func (a *Activities) reserveInDB(ctx context.Context, in LineInput, cause error)
 // coldLoad loads a SKU whose counter is missing (Redis restarted without its data, or the key was lost) from
 // the database, the way reconciliation computes it: db.stock minus the units of holds whose DB deduct has not
 // landed, minus the units of restores whose release is still to come. The script writes the counter only if it
-// is still missing, so concurrent loads (and reconciliation) agree. Loaded reports whether this call wrote it.
+// is still missing and Redis did not move since the snapshot (loadAvail), so concurrent loads (and
+// reconciliation) agree. Loaded reports whether this call wrote it.
 //
 // What it cannot see: orders that reserved in the Redis that was lost and have not deducted yet. Their holds
 // are gone with it and the database has no trace of them until their deduct, so for the moment between the
@@ -131,7 +132,7 @@ func (a *Activities) coldLoad(ctx context.Context, sku string) (bool, error) {
 	if _, loaded, err := a.Redis.Available(ctx, sku); err != nil || loaded {
 		return false, err
 	}
-	res, err := measureAndRepair(ctx, a.Redis, a.Store, sku, modeLoad)
+	res, err := loadAvail(ctx, a.Redis, a.Store, sku)
 	if err != nil {
 		return false, err
 	}

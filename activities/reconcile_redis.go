@@ -31,6 +31,10 @@ const (
 	codeRepaired = 5
 )
 
+// modeSet is repair_avail.lua's mode for a caller that holds the database's lock on the SKU (an admin stock
+// change): the counter is set whatever it is (the other modes are in reconcile.go).
+const modeSet = "set"
+
 // Hold actions of repair_hold.lua.
 const (
 	holdDrop    = "drop"

@@ -67,9 +67,13 @@ func (s *Store) SKUPage(ctx context.Context, after string, limit int) ([]string,
 // maxLedgerID is the highest ledger row ID of a SKU. Auto-increment IDs are handed out in insert order, so a
 // row inserted after this read has a higher ID, whenever it commits.
 func (s *Store) maxLedgerID(ctx context.Context, sku string) (int64, error) {
+	return maxLedgerIDIn(s.db.WithContext(ctx), sku)
+}
+
+// maxLedgerIDIn is maxLedgerID on a given handle (a transaction).
+func maxLedgerIDIn(q *gorm.DB, sku string) (int64, error) {
 	var id int64
-	if err := s.db.WithContext(ctx).Raw("SELECT COALESCE(MAX(id), 0) FROM stock_ledger WHERE sku = ?", sku).
-		Scan(&id).Error; err != nil {
+	if err := q.Raw("SELECT COALESCE(MAX(id), 0) FROM stock_ledger WHERE sku = ?", sku).Scan(&id).Error; err != nil {
 		return 0, fmt.Errorf("max ledger id %s: %w", sku, err)
 	}
 	return id, nil
@@ -100,72 +104,80 @@ type ledgerRow struct {
 func (s *Store) readSKUTruth(ctx context.Context, sku string, watermark int64, orders []string) (skuTruth, error) {
 	var out skuTruth
 	err := s.readTx(ctx, func(tx *gorm.DB) error {
-		// The inventory row is read with a lock (MySQL): the latest committed stock, not an older snapshot (an
-		// admin stock change loads Redis inside its transaction, before it commits), and no deduct or restore
-		// of the SKU commits until this transaction ends, so the ledger reads below agree with it.
-		var stock []int64
-		if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&stock).Error; err != nil {
-			return err
-		}
-		if len(stock) == 0 {
-			return nil
-		}
-		out.stock, out.known = stock[0], true
-		var rows []ledgerRow
-		if err := tx.Raw("SELECT id, order_id, op, qty FROM stock_ledger WHERE sku = ? AND id > ?", sku, watermark).
-			Scan(&rows).Error; err != nil {
-			return err
-		}
-		if err := inChunks(orders, func(chunk []string) error {
-			var more []ledgerRow
-			if err := tx.Raw("SELECT id, order_id, op, qty FROM stock_ledger WHERE sku = ? AND order_id IN ?", sku, chunk).
-				Scan(&more).Error; err != nil {
-				return err
-			}
-			rows = append(rows, more...)
-			return nil
-		}); err != nil {
-			return err
-		}
-		net := map[string]int64{}
-		seen := map[int64]bool{}
-		pending := map[string]bool{}
-		for _, r := range rows {
-			if seen[r.ID] {
-				continue
-			}
-			seen[r.ID] = true
-			switch r.Op {
-			case OpDeduct:
-				net[r.OrderID] += r.Qty
-			case OpRestore:
-				net[r.OrderID] -= r.Qty
-				if r.Qty > 0 && r.ID > watermark {
-					pending[r.OrderID] = true
-				}
-			}
-		}
-		var open []string
-		if err := tx.Raw(`SELECT r.order_id FROM stock_ledger r JOIN orders o ON o.order_id = r.order_id
-			WHERE r.sku = ? AND r.op = ? AND r.qty > 0 AND o.status IN (?, ?)`,
-			sku, OpRestore, string(ordersaga.StatusReserving), string(ordersaga.StatusAwaitingPayment)).Scan(&open).Error; err != nil {
-			return err
-		}
-		for _, o := range open {
-			pending[o] = true
-		}
-		for o, n := range net {
-			if n > 0 {
-				out.deducted = append(out.deducted, o)
-			}
-		}
-		for o := range pending {
-			out.pending = append(out.pending, o)
-		}
-		return nil
+		var err error
+		out, err = s.skuTruthIn(tx, sku, watermark, orders)
+		return err
 	})
 	if err != nil {
 		return skuTruth{}, fmt.Errorf("read truth %s: %w", sku, err)
+	}
+	return out, nil
+}
+
+// skuTruthIn is readSKUTruth inside a transaction of the caller's (the admin stock change reads it under the
+// lock it took on the inventory row, after its own write).
+func (s *Store) skuTruthIn(tx *gorm.DB, sku string, watermark int64, orders []string) (skuTruth, error) {
+	var out skuTruth
+	// The inventory row is read with a lock (MySQL): the latest committed stock, not an older snapshot, and no
+	// deduct or restore of the SKU commits until this transaction ends, so the ledger reads below agree with it.
+	var stock []int64
+	if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&stock).Error; err != nil {
+		return skuTruth{}, err
+	}
+	if len(stock) == 0 {
+		return out, nil
+	}
+	out.stock, out.known = stock[0], true
+	var rows []ledgerRow
+	if err := tx.Raw("SELECT id, order_id, op, qty FROM stock_ledger WHERE sku = ? AND id > ?", sku, watermark).
+		Scan(&rows).Error; err != nil {
+		return skuTruth{}, err
+	}
+	if err := inChunks(orders, func(chunk []string) error {
+		var more []ledgerRow
+		if err := tx.Raw("SELECT id, order_id, op, qty FROM stock_ledger WHERE sku = ? AND order_id IN ?", sku, chunk).
+			Scan(&more).Error; err != nil {
+			return err
+		}
+		rows = append(rows, more...)
+		return nil
+	}); err != nil {
+		return skuTruth{}, err
+	}
+	net := map[string]int64{}
+	seen := map[int64]bool{}
+	pending := map[string]bool{}
+	for _, r := range rows {
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		switch r.Op {
+		case OpDeduct:
+			net[r.OrderID] += r.Qty
+		case OpRestore:
+			net[r.OrderID] -= r.Qty
+			if r.Qty > 0 && r.ID > watermark {
+				pending[r.OrderID] = true
+			}
+		}
+	}
+	var open []string
+	if err := tx.Raw(`SELECT r.order_id FROM stock_ledger r JOIN orders o ON o.order_id = r.order_id
+		WHERE r.sku = ? AND r.op = ? AND r.qty > 0 AND o.status IN (?, ?)`,
+		sku, OpRestore, string(ordersaga.StatusReserving), string(ordersaga.StatusAwaitingPayment)).Scan(&open).Error; err != nil {
+		return skuTruth{}, err
+	}
+	for _, o := range open {
+		pending[o] = true
+	}
+	for o, n := range net {
+		if n > 0 {
+			out.deducted = append(out.deducted, o)
+		}
+	}
+	for o := range pending {
+		out.pending = append(out.pending, o)
 	}
 	return out, nil
 }

@@ -2,8 +2,11 @@
 -- at the moment the script runs, so it can never race a reserve, confirm or release of the same SKU.
 -- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:ver
 -- KEYS[4..] inv:{SKU}:o:{ORDER} of the pending releases
--- ARGV[1] mode: 'repair' (set the counter when it drifted and nothing changed since the snapshot) or
---         'load' (set it only when it is missing: the cold-start load on a reservation's path)
+-- ARGV[1] mode: 'repair' (set the counter when it drifted and nothing changed since the snapshot),
+--         'load' (set it only when it is missing and nothing changed since the snapshot: the cold-start load
+--         on a reservation's path) or
+--         'set' (set it whatever it is, and bump the version: the caller holds the database's lock on the
+--         SKU, so no deduct or restore of it commits before the script has run; the admin stock change)
 -- ARGV[2] db.stock as read in the database snapshot
 -- ARGV[3] the counter in the caller's snapshot ('' when it was missing)
 -- ARGV[4] the version in the caller's snapshot ('' when missing): every reserve, confirm, release and repair
@@ -15,6 +18,8 @@
 -- Returns {code, counter before (or -1 when missing), target}: code 1 in line, 2 already loaded (load mode),
 -- 3 loaded (the counter was missing), 4 raced (Redis changed since the snapshot: nothing written),
 -- 5 repaired (the counter was set to target).
+-- Every number here is exact only up to 2^53 (a Lua number is a double): the stock is kept at or below that
+-- (MaxStock in inventory.go).
 local mode = ARGV[1]
 local stock = tonumber(ARGV[2])
 if not stock then
@@ -39,8 +44,28 @@ for i = 4, #KEYS do
   end
 end
 local target = stock - owed
+local unchanged = (redis.call('GET', KEYS[3]) or '') == ARGV[4]
 local cur = redis.call('GET', KEYS[1])
+if mode == 'set' then
+  -- Bumped even when the counter does not move: the database did, and a compare-and-set computed from the
+  -- database as it was must not take an equal counter for "nothing happened".
+  redis.call('SET', KEYS[1], target)
+  redis.call('INCR', KEYS[3])
+  if not cur then
+    return {3, -1, target}
+  end
+  cur = tonumber(cur)
+  if cur == target then
+    return {1, cur, target}
+  end
+  return {5, cur, target}
+end
 if not cur then
+  -- A hold that was in the snapshot and was confirmed since left the hash, but the stock read before its
+  -- deduct still counts its units: without the version check the counter would promise them again.
+  if not unchanged then
+    return {4, -1, target}
+  end
   redis.call('SET', KEYS[1], target)
   redis.call('INCR', KEYS[3])
   return {3, -1, target}
@@ -52,7 +77,7 @@ end
 if cur == target then
   return {1, cur, target}
 end
-if ARGV[3] == '' or tonumber(ARGV[3]) ~= cur or (redis.call('GET', KEYS[3]) or '') ~= ARGV[4] then
+if ARGV[3] == '' or tonumber(ARGV[3]) ~= cur or not unchanged then
   return {4, cur, target}
 end
 redis.call('SET', KEYS[1], target)

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strings"
 
@@ -80,9 +82,11 @@ func (s *server) handlePutInventory() http.Handler {
 		for _, f := range []struct {
 			name string
 			v    *int64
-		}{{"stock", req.Stock}, {"price_cents", req.PriceCents}} {
-			if f.v == nil || *f.v < 0 {
-				pr := newProblem(kindInvalidField, f.name+": required, an integer ≥ 0")
+			max  int64
+		}{{"stock", req.Stock, activities.MaxStock}, {"price_cents", req.PriceCents, math.MaxInt64}} {
+			// The stock's limit is the Redis scripts' (activities.MaxStock): past it they would round it.
+			if f.v == nil || *f.v < 0 || *f.v > f.max {
+				pr := newProblem(kindInvalidField, fmt.Sprintf("%s: required, an integer from 0 to %d", f.name, f.max))
 				pr.Field = f.name
 				writeProblem(w, pr)
 				return
@@ -91,7 +95,7 @@ func (s *server) handlePutInventory() http.Handler {
 		v, err := activities.SetStock(r.Context(), s.Store, s.Redis, sku, *req.Stock, *req.PriceCents)
 		if err != nil {
 			s.Logger.Error("set inventory", "sku", sku, "error", err)
-			writeProblem(w, newProblem(kindUnavailable, "the inventory could not be set; nothing changed, retry"))
+			writeProblem(w, newProblem(kindUnavailable, "the inventory could not be set, or Redis not loaded to match; the same PUT is safe to retry"))
 			return
 		}
 		s.known.Store(sku, true)

@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
 )
 
@@ -73,6 +78,31 @@ func TestInventory(t *testing.T) {
 		put("bad%20sku", `{"stock":1,"price_cents":1}`, admin).wantProblem(t, http.StatusBadRequest, "invalid-field")
 	})
 
+	// The scripts keep a stock exact up to 2^53 (a Lua number is a double): past it the PUT is refused, naming
+	// the field and the limit; at it, the database and Redis hold the same number.
+	t.Run("put_refuses_stock_past_the_lua_limit", func(t *testing.T) {
+		t.Parallel()
+		const limit = "9007199254740992" // 2^53
+		p := put("INV-BIG", `{"stock":9007199254740993,"price_cents":1}`, admin).wantProblem(t, http.StatusBadRequest, "invalid-field")
+		if p.Field != "stock" || !strings.Contains(p.Detail, limit) {
+			t.Errorf("problem %+v: want field stock and the limit %s in the detail", p, limit)
+		}
+		if _, err := e.Store.Inventory(ctx, "INV-BIG"); err == nil {
+			t.Error("a refused PUT created the SKU")
+		}
+
+		b := put("INV-BIG", `{"stock":`+limit+`,"price_cents":1}`, admin).inventory(t)
+		if strconv.FormatInt(b.DBStock, 10) != limit || b.RedisAvailable == nil || strconv.FormatInt(*b.RedisAvailable, 10) != limit || *b.Drift != 0 {
+			t.Errorf("at the limit: %+v, want db_stock = redis_available = %s", b, limit)
+		}
+		if raw, err := e.Redis.Client().Get(ctx, e.Redis.AvailKey("INV-BIG")).Result(); err != nil || raw != limit {
+			t.Errorf("redis counter %q, %v; want %q", raw, err, limit)
+		}
+		if inv, err := e.Store.Inventory(ctx, "INV-BIG"); err != nil || strconv.FormatInt(inv.Stock, 10) != limit {
+			t.Errorf("db stock %d, %v; want %s", inv.Stock, err, limit)
+		}
+	})
+
 	t.Run("put_then_get", func(t *testing.T) {
 		t.Parallel()
 		b := put("INV-1", `{"stock":100,"price_cents":999}`, admin).inventory(t)
@@ -106,6 +136,37 @@ func TestInventory(t *testing.T) {
 		want := api.InventoryBody{SKU: "INV-HELD", DBStock: 20, RedisAvailable: ptr(int64(17)), Holds: 3, PriceCents: 100, Drift: ptr(int64(0))}
 		if !equalInventory(b, want) {
 			t.Errorf("got %+v, want %+v", b, want)
+		}
+	})
+
+	// The order was restored in the database and its Redis release is still to come when the stock is set:
+	// the release must not lift Redis above the database (I3).
+	t.Run("put_before_a_pending_release_never_promises_more_than_the_db", func(t *testing.T) {
+		t.Parallel()
+		const sku, order = "INV-PENDING", "o-inv-pending"
+		lines := []ordersaga.Line{{SKU: sku, Qty: 3}}
+		put(sku, `{"stock":10,"price_cents":100}`, admin).inventory(t)
+		if _, err := e.Redis.Reserve(ctx, order, sku, 3); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Store.Deduct(ctx, activities.DeductInput{OrderID: order, UserID: "u-inv", Currency: testCurrency,
+			PayBy: time.Now().Add(time.Hour), Lines: lines}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Redis.Confirm(ctx, order, sku); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Store.Restore(ctx, order, lines); err != nil {
+			t.Fatal(err)
+		}
+		put(sku, `{"stock":12,"price_cents":100}`, admin).inventory(t)
+		if _, err := e.Redis.Release(ctx, order, sku); err != nil {
+			t.Fatal(err)
+		}
+		b := e.do(http.MethodGet, "/v1/inventory/"+sku, nil, nil).inventory(t)
+		if b.RedisAvailable == nil || *b.RedisAvailable > b.DBStock-b.Holds || *b.Drift != 0 {
+			t.Errorf("after the release: redis_available %v, db_stock %d, holds %d; want redis_available = db_stock − holds",
+				deref(b.RedisAvailable), b.DBStock, b.Holds)
 		}
 	})
 
@@ -147,6 +208,13 @@ func TestInventory(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
 
 func equalInventory(a, b api.InventoryBody) bool {
 	eq := func(x, y *int64) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
