@@ -292,8 +292,11 @@ func (s *Store) SetInventory(ctx context.Context, sku string, stock, priceCents 
 	if sku == "" {
 		return errors.New("set inventory: sku is empty")
 	}
-	if stock < 0 || priceCents < 0 {
-		return fmt.Errorf("set inventory %s: stock and price_cents must not be negative (got %d, %d)", sku, stock, priceCents)
+	if priceCents < 0 {
+		return fmt.Errorf("set inventory %s: price_cents must not be negative (got %d)", sku, priceCents)
+	}
+	if err := checkStock(sku, stock); err != nil {
+		return fmt.Errorf("set inventory %w", err)
 	}
 	return s.inTx(ctx, func(tx *gorm.DB) error {
 		now := s.now()

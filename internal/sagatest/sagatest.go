@@ -31,6 +31,13 @@ type Env struct {
 // Start brings up a Temporal test server with the order search attributes, the test's stores and a worker.
 func Start(tb testing.TB) *Env {
 	tb.Helper()
+	return StartOn(tb, testenv.MustOpenStore(tb), testenv.MustOpenRedis(tb))
+}
+
+// StartOn is Start on stores that already exist: a second server on the stores of a first is a Temporal
+// that has forgotten every workflow (namespace retention) while the database and Redis remember.
+func StartOn(tb testing.TB, store *activities.Store, rs *activities.RedisStock) *Env {
+	tb.Helper()
 	t, ok := tb.(*testing.T)
 	var opts []temporaltest.TestServerOption
 	if ok {
@@ -48,7 +55,7 @@ func Start(tb testing.TB) *Env {
 	if err := platform.RegisterSearchAttributes(ctx, c, srv.GetDefaultNamespace()); err != nil {
 		tb.Fatalf("register search attributes: %v", err)
 	}
-	env := &Env{Server: srv, Client: c, Store: testenv.MustOpenStore(tb), Redis: testenv.MustOpenRedis(tb)}
+	env := &Env{Server: srv, Client: c, Store: store, Redis: rs}
 	env.Acts = &activities.Activities{Redis: env.Redis, Store: env.Store}
 	env.Worker = srv.NewWorkerWithOptions(workflows.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r, env.Acts)
