@@ -152,32 +152,55 @@ func (r *RedisStock) checkBatch(batch []*checkReq) {
 		}
 		return nil
 	})
+	// Pipelined returns the first command's error only, and redis.Nil (a SKU not loaded, no count) is an
+	// answer: every command's own error is checked below, absence allowed only where it means something.
 	if err != nil && !errors.Is(err, redis.Nil) {
 		for _, req := range batch {
 			req.err = fmt.Errorf("check order: %w", err)
 		}
 		return
 	}
+	if err := ready.Err(); err != nil {
+		for _, req := range batch {
+			req.err = fmt.Errorf("check order: markers ready: %w", err)
+		}
+		return
+	}
 	for i, req := range batch {
-		req.res = FastCheck{Ready: ready.Val() > 0, Claimed: claimed[i].Val() > 0}
-		for _, l := range req.lines {
-			n, err := avail[l.SKU].Int64()
-			if errors.Is(err, redis.Nil) {
-				continue
-			}
-			if err != nil {
-				req.err = fmt.Errorf("check order: available %s: %w", l.SKU, err)
-				break
-			}
-			if n < l.Qty {
-				req.res.SoldOutSKU = l.SKU
-				break
-			}
-			if placing, err := admitting[l.SKU].Int64(); err == nil && req.res.GatedSKU == "" && placing+l.Qty > n {
-				req.res.GatedSKU = l.SKU
-			}
+		req.res, req.err = checkAnswer(req, ready.Val() > 0, claimed[i], avail, admitting)
+	}
+}
+
+// checkAnswer reads one request's answer from the batch's commands.
+func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail, admitting map[string]*redis.StringCmd) (FastCheck, error) {
+	if err := claimed.Err(); err != nil {
+		return FastCheck{}, fmt.Errorf("check order: marker: %w", err)
+	}
+	res := FastCheck{Ready: ready, Claimed: claimed.Val() > 0}
+	for _, l := range req.lines {
+		n, err := avail[l.SKU].Int64()
+		if errors.Is(err, redis.Nil) {
+			continue // not loaded: left to the workflow, which fails closed
+		}
+		if err != nil {
+			return FastCheck{}, fmt.Errorf("check order: available %s: %w", l.SKU, err)
+		}
+		placing, err := admitting[l.SKU].Int64()
+		if errors.Is(err, redis.Nil) {
+			placing, err = 0, nil
+		}
+		if err != nil {
+			return FastCheck{}, fmt.Errorf("check order: admitting %s: %w", l.SKU, err)
+		}
+		if n < l.Qty {
+			res.SoldOutSKU = l.SKU
+			return res, nil
+		}
+		if res.GatedSKU == "" && placing+l.Qty > n {
+			res.GatedSKU = l.SKU
 		}
 	}
+	return res, nil
 }
 
 // MarkClaimed sets the markers of keys that have a row in idempotency_keys (no expiry: the rows have none).
