@@ -167,3 +167,43 @@ func finishBackfill(t *testing.T, rs *activities.RedisStock, token string) {
 		t.Fatalf("finish backfill: %v %v, want ready", ok, err)
 	}
 }
+
+// TestCheckOrderCommandErrors: an error of any command of the shared round trip is an error of the check,
+// also when an earlier command of the pipeline found its key absent (redis.Nil, which go-redis reports as
+// the pipeline's error): a key of the wrong type must not read as "no count" or "no stock".
+func TestCheckOrderCommandErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rs := testenv.MustOpenRedis(t)
+	token, err := rs.BeginClaimsBackfill(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finishBackfill(t, rs, token)
+	for _, tc := range []struct {
+		name  string
+		wrong func(sku string) string // the key set to a hash where the check reads a string
+	}{
+		{"admitting_count_of_the_wrong_type", rs.AdmittingKey},
+		{"available_of_the_wrong_type", rs.AvailKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sku := "CE-" + tc.name
+			if err := rs.SetAvailable(ctx, sku, 5); err != nil {
+				t.Fatal(err)
+			}
+			key := tc.wrong(sku)
+			if err := rs.Client().Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rs.Client().HSet(ctx, key, "f", 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			// The first line is not loaded: its GET answers redis.Nil ahead of the failing command.
+			lines := []ordersaga.Line{{SKU: "CE-NOT-LOADED", Qty: 1}, {SKU: sku, Qty: 1}}
+			if c, err := rs.CheckOrder(ctx, "m-"+tc.name, lines); err == nil {
+				t.Fatalf("check with %s of the wrong type: %+v and no error, want an error", key, c)
+			}
+		})
+	}
+}

@@ -66,7 +66,8 @@ type RedisStock struct {
 	release   *redis.Script
 	confirm   *redis.Script
 	unadmit   *redis.Script
-	checks    checkBatcher // CheckOrder's round trips, shared by concurrent callers
+	checks    checkBatcher    // CheckOrder's round trips, shared by concurrent callers
+	admission admissionLeases // Admit's lease of this process (admission.go)
 }
 
 // NewRedisStock wraps a client. prefix is put in front of every key (tests use one per test; production

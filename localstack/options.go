@@ -5,7 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +18,8 @@ import (
 )
 
 // Development credentials of the local stack, printed at start. Outside it a missing secret or token is a
-// start-up error (API.md): these never leave this command.
+// start-up error (API.md): these never leave this command, and it refuses them on an API that listens
+// beyond loopback (requireOwnSecretsBeyondLoopback).
 const (
 	devWebhookSecret = "dev-webhook-secret"
 	devAdminToken    = "dev-admin-token"
@@ -127,8 +131,49 @@ Flags:
 	if err := errors.Join(err, rerr); err != nil {
 		return o, err
 	}
+	addrFrom := "HTTP_ADDR=" + cfg.HTTPAddr
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == flagHTTPAddr {
+			addrFrom = "--" + flagHTTPAddr + "=" + cfg.HTTPAddr
+		}
+	})
+	if err := requireOwnSecretsBeyondLoopback(cfg, addrFrom); err != nil {
+		return o, err
+	}
 	o.cfg, o.rcfg = cfg, rcfg
 	return o, nil
+}
+
+// requireOwnSecretsBeyondLoopback refuses the development webhook secret and admin token (printed at start,
+// and in the source) on an API that others can reach: anyone could pay orders and set stock. addrFrom names
+// where the address came from (the flag or HTTP_ADDR), for the message.
+func requireOwnSecretsBeyondLoopback(cfg config.Config, addrFrom string) error {
+	host, _, err := net.SplitHostPort(cfg.HTTPAddr)
+	if err != nil || isLoopback(host) {
+		return nil // config.FromEnv reported a malformed address already
+	}
+	var missing []string
+	if slices.Contains(cfg.PaymentWebhookSecrets, devWebhookSecret) {
+		missing = append(missing, "PAYMENT_WEBHOOK_SECRET")
+	}
+	if cfg.AdminToken == devAdminToken {
+		missing = append(missing, "ADMIN_TOKEN")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s listens beyond loopback, where the development %s would guard the API: set %s "+
+		"to values of your own, or listen on 127.0.0.1", addrFrom, strings.Join(missing, " and "), strings.Join(missing, " and "))
+}
+
+// isLoopback reports whether host reaches this machine only: 127.0.0.0/8, ::1 or localhost. An empty host,
+// 0.0.0.0, :: or any other name or address does not.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // apiDrain bounds the API's graceful shutdown: a reservation in flight may take api.DefaultPlaceTimeout.

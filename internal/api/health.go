@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -14,6 +15,9 @@ import (
 // readyTimeout bounds each readiness check.
 const readyTimeout = 2 * time.Second
 
+// checkUnreachable is a failed check's whole answer in /readyz.
+const checkUnreachable = "unreachable"
+
 // handleHealthz is GET /healthz: the process is up.
 func handleHealthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -21,7 +25,8 @@ func handleHealthz() http.Handler {
 	})
 }
 
-// handleReadyz is GET /readyz: Temporal, Redis and the database answer (checked in parallel).
+// handleReadyz is GET /readyz: Temporal, Redis and the database answer (checked in parallel). It is
+// unauthenticated, so a failed check is named and nothing more; its error is logged.
 func (s *server) handleReadyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checks := map[string]func(context.Context) error{
@@ -37,6 +42,7 @@ func (s *server) handleReadyz() http.Handler {
 			wg     sync.WaitGroup
 			result = map[string]string{}
 			failed []string
+			errs   []any
 		)
 		for name, check := range checks {
 			wg.Go(func() {
@@ -46,8 +52,10 @@ func (s *server) handleReadyz() http.Handler {
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
-					result[name] = err.Error()
+					// The answer is unauthenticated: a driver's message (hosts, users, SQL) goes to the log only.
+					result[name] = checkUnreachable
 					failed = append(failed, name)
+					errs = append(errs, slog.String(name, err.Error()))
 					return
 				}
 				result[name] = "ok"
@@ -56,7 +64,7 @@ func (s *server) handleReadyz() http.Handler {
 		wg.Wait()
 		if len(failed) > 0 {
 			sort.Strings(failed)
-			s.Logger.Warn("not ready", "failed", failed)
+			s.Logger.Warn("not ready", append([]any{"failed", failed}, errs...)...)
 			pr := newProblem(kindNotReady, "unreachable: "+strings.Join(failed, ", "))
 			pr.Checks = result
 			writeProblem(w, pr)

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -275,10 +276,17 @@ func TestPlaceOrder_SoldOut(t *testing.T) {
 	t.Run("admission_gate_refuses_while_the_units_left_are_being_placed", func(t *testing.T) {
 		e.Stock(t, "GATE-1", 2, 100)
 		body := orderBody("u-g", ordersaga.Line{SKU: "GATE-1", Qty: 1})
-		// Two placements of other requests hold the two units left in the gate's count.
-		if err := e.Redis.Client().Set(ctx, e.Redis.AdmittingKey("GATE-1"), 2, time.Minute).Err(); err != nil {
-			t.Fatal(err)
+		// Two placements of other requests hold the two units left in the gate's count (admitted for real: a
+		// count without a live process behind it is reaped).
+		var others []*activities.Admission
+		for range 2 {
+			adm, sku, err := e.Redis.Admit(ctx, []ordersaga.Line{{SKU: "GATE-1", Qty: 1}}, time.Minute)
+			if err != nil || sku != "" {
+				t.Fatalf("admit another placement: %q %v", sku, err)
+			}
+			others = append(others, adm)
 		}
+		defer others[1].Done(ctx)
 		places := e.counter("ordersaga_order_workflow_places_total", nil)
 		gated := e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": "sold_out_admission"})
 		p := e.place("k-gate", body).wantProblem(t, http.StatusConflict, "sold-out")
@@ -299,9 +307,7 @@ func TestPlaceOrder_SoldOut(t *testing.T) {
 			t.Errorf("the gate's refusal wrote %d idempotency rows, want 0", n)
 		}
 		// One of them is decided: the same key gets the unit, and its own count is gone once it is answered.
-		if err := e.Redis.Client().DecrBy(ctx, e.Redis.AdmittingKey("GATE-1"), 1).Err(); err != nil {
-			t.Fatal(err)
-		}
+		others[0].Done(ctx)
 		if r := e.place("k-gate", body); r.status != http.StatusCreated {
 			t.Fatalf("retry once a unit is free: %s", r)
 		}
