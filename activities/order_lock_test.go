@@ -1,14 +1,17 @@
 package activities_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
 // The audit's oversell: an order ID that was PAID lives a second time (Temporal forgot its first run). Its
@@ -144,5 +147,56 @@ func TestCloseOrder_StoresALongReasonBounded(t *testing.T) {
 	}
 	if n := utf8.RuneCountInString(p.Detail); n > 255 || !strings.HasPrefix(reason, p.Detail) {
 		t.Errorf("stored payment detail has %d runes, want a prefix of at most 255", n)
+	}
+}
+
+// probeFunc is an OrderProbe from a function.
+type probeFunc func(ctx context.Context, orderID string) (bool, string, error)
+
+func (f probeFunc) OrderWorkflowGone(ctx context.Context, orderID string) (bool, string, error) {
+	return f(ctx, orderID)
+}
+
+// An operator terminates a workflow while its MarkPaid is still running: reconciliation sees the workflow
+// gone and the order open, then MarkPaid commits (here, from the probe's answer), then the repair runs. The
+// order is PAID: its units must stay sold, on both sides, and no RESTORE row may exist.
+func TestReconcilerLeaks_APaymentCommittingMeanwhileWins(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := openStoreWith(t, item{"A", 10, 100})
+	rs := testenv.MustOpenRedis(t)
+	if err := rs.SetAvailable(ctx, "A", 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Reserve(ctx, "o1", "A", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Deduct(ctx, deductIn("o1", line("A", 3))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Confirm(ctx, "o1", "A"); err != nil {
+		t.Fatal(err)
+	}
+	var paidErr error
+	r := &activities.Reconciler{Store: store, Redis: rs, RunID: "run-1",
+		Probe: probeFunc(func(ctx context.Context, orderID string) (bool, string, error) {
+			paidErr = store.MarkPaid(ctx, activities.PaymentRecord{EventID: "e1", OrderID: orderID, AmountCents: 300, Currency: "EUR"}, payBy)
+			return true, "TERMINATED", nil
+		})}
+	sum, found, _, _, err := r.Leaks(ctx, time.Now().Add(time.Hour), "", 10, nil)
+	if err != nil || paidErr != nil {
+		t.Fatalf("Leaks: %v; MarkPaid from the probe: %v", err, paidErr)
+	}
+	if sum.LeakedOrders != 0 || len(found) != 0 {
+		t.Errorf("a paid order was repaired as leaked: %s, %+v", sum, found)
+	}
+	rec, err := store.Order(ctx, "o1")
+	if err != nil || rec.Status != ordersaga.StatusPaid {
+		t.Fatalf("order after the repair: %s, %v; want PAID", rec.Status, err)
+	}
+	checkLedger(t, store, "o1", ledgerRow{"o1", "A", activities.OpDeduct, 3})
+	checkStock(t, store, map[string]int64{"A": 7})
+	if avail, _, err := rs.Available(ctx, "A"); err != nil || avail != 7 {
+		t.Errorf("redis avail %d, %v; want 7 (3 paid)", avail, err)
 	}
 }
