@@ -2,7 +2,7 @@ package ordersaga
 
 import "time"
 
-// Status is where an order is in its lifecycle (see DESIGN.md).
+// Status is where an order is in its lifecycle (see docs/design.md).
 type Status string
 
 // Order statuses.
@@ -40,7 +40,7 @@ type Line struct {
 	UnitPriceCents int64  `json:"unit_price_cents"`
 }
 
-// Order is the order as the API shows it (API.md, "Order body").
+// Order is the order as the API shows it (docs/http-api.md, "The order").
 type Order struct {
 	OrderID      string     `json:"order_id"`
 	UserID       string     `json:"user_id"`

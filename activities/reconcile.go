@@ -110,8 +110,8 @@ type OrderProbe interface {
 	OrderWorkflowGone(ctx context.Context, orderID string) (gone bool, status string, err error)
 }
 
-// Reconciler compares Redis with the database and repairs Redis to the database's truth (DESIGN.md: the DB
-// wins). Every write is a Lua script that re-checks what it was computed from, so it never races an order.
+// Reconciler compares Redis with the database and repairs Redis to the database's truth (docs/design.md: the
+// DB wins). Every write is a Lua script that re-checks what it was computed from, so it never races an order.
 type Reconciler struct {
 	Redis *RedisStock
 	Store *Store

@@ -18,7 +18,7 @@ import (
 )
 
 // Development credentials of the local stack, printed at start. Outside it a missing secret or token is a
-// start-up error (API.md): these never leave this command, and it refuses them on an API that listens
+// start-up error (docs/http-api.md): these never leave this command, and it refuses them on an API that listens
 // beyond loopback (requireOwnSecretsBeyondLoopback).
 const (
 	devWebhookSecret = "dev-webhook-secret"

@@ -44,7 +44,7 @@ func withNullable(cols map[string]bool, names ...string) map[string]bool {
 	return cols
 }
 
-// wantShape is the schema as DESIGN.md describes it ("Keys and tables") plus schema_migrations.
+// wantShape is the schema as docs/design.md describes it ("Database tables") plus schema_migrations.
 func wantShape() shape {
 	return shape{
 		"schema_migrations": {

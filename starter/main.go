@@ -1,4 +1,4 @@
-// Command starter runs the order API (../shared/API.md): it places orders (starting OrderWorkflow), takes the
+// Command starter runs the order API (docs/http-api.md): it places orders (starting OrderWorkflow), takes the
 // payment webhook, serves inventory admin, health, readiness and metrics, and at boot registers the search
 // attributes and ensures the reconciliation Schedule. Configuration comes from the environment (docs/api.md).
 package main

@@ -52,7 +52,7 @@ type orderWorkflow struct {
 
 var (
 	orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
-	namePattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) // user_id and sku (API.md)
+	namePattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) // user_id and sku (docs/http-api.md)
 )
 
 // ValidateInput checks an OrderInput; the API validates the same before it starts a workflow.

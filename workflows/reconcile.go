@@ -21,7 +21,7 @@ var reconcileOptions = workflow.ActivityOptions{
 	},
 }
 
-// ReconcileWorkflow is one reconciliation run (DESIGN.md, layer 3): it closes leaked orders (unpaid, their
+// ReconcileWorkflow is one reconciliation run (docs/design.md, layer 3): it closes leaked orders (unpaid, their
 // workflow gone), then pages through every SKU comparing Redis with the database and repairing Redis to the
 // database's truth, and returns what it found and did. A Temporal Schedule starts it (overlap SKIP); the
 // reconcile command starts one on demand.

@@ -12,7 +12,7 @@ import (
 	"sync"
 )
 
-// MaxBodyBytes is the largest request body the API reads (API.md: bodies over 64 KiB are rejected).
+// MaxBodyBytes is the largest request body the API reads (docs/http-api.md: bodies over 64 KiB are rejected).
 const MaxBodyBytes = 64 << 10
 
 // readBody reads the whole body, at most MaxBodyBytes.

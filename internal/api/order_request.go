@@ -12,13 +12,13 @@ import (
 	"github.com/ordersaga/ordersaga"
 )
 
-// Limits of POST /v1/orders (API.md).
+// Limits of POST /v1/orders (docs/http-api.md).
 const (
 	maxLines = 20
 	maxQty   = 1000
 )
 
-// The character sets of API.md (regexps are safe to share between requests).
+// The character sets of docs/http-api.md (regexps are safe to share between requests).
 var (
 	idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
 	namePattern           = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) // user_id and sku
@@ -44,7 +44,7 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return e.Field + ": " + e.Reason }
 
-// validate checks the body against API.md's limits; the error names the first bad field.
+// validate checks the body against docs/http-api.md's limits; the error names the first bad field.
 func (o orderRequest) validate() *fieldError {
 	if !namePattern.MatchString(o.UserID) {
 		return &fieldError{"user_id", "want 1-64 characters of A-Za-z0-9-_."}

@@ -20,7 +20,7 @@ import (
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
-// TestPlaceOrder covers every row of API.md's POST /v1/orders table on one saga.
+// TestPlaceOrder covers every row of docs/http-api.md's POST /v1/orders table on one saga.
 func TestPlaceOrder(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)

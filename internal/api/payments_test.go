@@ -15,7 +15,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/webhook"
 )
 
-// TestPaymentWebhook covers every row of API.md's payments table.
+// TestPaymentWebhook covers every row of docs/http-api.md's payments table.
 func TestPaymentWebhook(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)

@@ -2,7 +2,7 @@ package api
 
 import "net/http"
 
-// addRoutes lists the whole API (../shared/API.md).
+// addRoutes lists the whole API (docs/http-api.md).
 func addRoutes(mux *http.ServeMux, s *server) {
 	mux.Handle("POST /v1/orders", s.handlePlaceOrder())
 	mux.Handle("GET /v1/orders/{id}", s.handleGetOrder())

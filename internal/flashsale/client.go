@@ -20,7 +20,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 )
 
-// Client speaks the order API (API.md).
+// Client speaks the order API (docs/http-api.md).
 type Client struct {
 	base   string
 	hc     *http.Client

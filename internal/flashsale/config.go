@@ -39,7 +39,8 @@ type Config struct {
 	// QuietTimeout bounds the wait for quiet, counted from the later of the end of firing and the last
 	// payment deadline of an order the run placed.
 	QuietTimeout time.Duration
-	// Grace is how long after its deadline an order may still be open (DESIGN.md I5: one reconciliation interval).
+	// Grace is how long after its deadline an order may still be open (docs/design.md I5: one reconciliation
+	// interval).
 	Grace       time.Duration
 	SampleEvery time.Duration
 	// ProgressEvery is the interval of the plain progress lines (not on a terminal).

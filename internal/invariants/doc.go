@@ -1,3 +1,3 @@
-// Package invariants checks DESIGN.md's invariants I1–I4 against the database and Redis. Tests, the
+// Package invariants checks the invariants I1–I4 of docs/design.md against the database and Redis. Tests, the
 // reconciliation tests and the flash-sale tool end every run with it.
 package invariants

@@ -1,4 +1,4 @@
-// Package webhook signs and verifies the payment webhook's Payment-Signature header (API.md, "Payments"):
+// Package webhook signs and verifies the payment webhook's Payment-Signature header (docs/http-api.md, "Payments"):
 // t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>, several v1 for key rotation, a tolerance
 // on the timestamp. The order API verifies with it; the payment simulator and the tests sign with it.
 package webhook
