@@ -380,9 +380,9 @@ func measureAndRepair(ctx context.Context, rs *RedisStock, store *Store, sku, mo
 	return rs.repairAvail(ctx, sku, mode, truth.stock, snap, truth.deducted, truth.pending)
 }
 
-// Leaks finds unpaid open orders older than the grace period whose workflow is gone, and finishes their
-// compensation the way the workflow would have: DB restore first (Store.Restore, once per line by the
-// ledger's UNIQUE key), then the Redis release, then the closed record. It pages by order ID, writes each
+// Leaks finds unpaid open orders older than the grace period whose workflow is gone, and finishes them with
+// CloseGone: the close and the DB restore in one transaction under the order's row lock (a payment that
+// commits first wins and nothing is restored), then the Redis release. It pages by order ID, writes each
 // order's stock_anomalies rows as it closes it, and returns them too.
 // progress, when set, is called after each order with the cursor and the summary so far.
 func (r *Reconciler) Leaks(ctx context.Context, now time.Time, after string, limit int,

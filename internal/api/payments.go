@@ -134,7 +134,7 @@ func (s *server) refund(ctx context.Context, ev PaymentEvent, why string) (order
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, workflows.RefundWorkflow, activities.PaymentRecord{
 		EventID: ev.EventID, OrderID: ev.OrderID, AmountCents: ev.AmountCents, Currency: ev.Currency,
-		Detail: truncate("order closed or unknown to Temporal: "+why, 255),
+		Detail: "order closed or unknown to Temporal: " + why, // the store cuts it to its column
 	})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
@@ -152,12 +152,4 @@ func (s *server) refund(ctx context.Context, ev PaymentEvent, why string) (order
 		return ordersaga.PaymentDuplicate, nil
 	}
 	return ordersaga.PaymentRefunded, nil
-}
-
-// truncate cuts s to at most n bytes (the detail columns are VARCHAR(255)).
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
