@@ -1078,3 +1078,68 @@ func TestOrderWorkflowSearchAttributes(t *testing.T) {
 		}, statuses)
 	})
 }
+
+// TestOrderWorkflowSecondLifeOfAPaidOrder: an order ID that lives again after Temporal forgot its PAID first
+// run. Its deduct is refused, its restore answers Sold (nothing given back), so its releases keep the
+// confirmed holds, and its record finds the order PAID: the workflow ends PAID, the database's word.
+func TestOrderWorkflowSecondLifeOfAPaidOrder(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	paidAt := testStart.Add(-48 * time.Hour)
+	h.deduct = func(context.Context, activities.DeductInput) (activities.DeductResult, error) {
+		return activities.DeductResult{}, temporal.NewNonRetryableApplicationError("deduct: the order is PAID",
+			activities.ErrTypeCompensated, activities.ErrCompensated)
+	}
+	h.restore = func(_ context.Context, in activities.RestoreInput) ([]activities.RestoreLine, error) {
+		out := make([]activities.RestoreLine, len(in.Lines))
+		for i, l := range in.Lines {
+			out[i] = activities.RestoreLine{SKU: l.SKU, Sold: true}
+		}
+		return out, nil
+	}
+	h.closeOrder = func(_ context.Context, rec activities.OrderRecord) (activities.OrderRecord, error) {
+		rec.Status, rec.ClosedReason, rec.PaidAt = ordersaga.StatusPaid, "", &paidAt
+		return rec, nil
+	}
+
+	got := h.run()
+
+	assert.Equal(t, ordersaga.StatusPaid, got.Status)
+	assert.Equal(t, &paidAt, got.PaidAt)
+	sold := h.releaseAll()
+	for i := range sold {
+		in := sold[i].Input.(activities.LineInput)
+		in.Sold = true
+		sold[i].Input = in
+	}
+	h.assertCalls(
+		h.reserveAll(),
+		h.deductCall(h.payBy()),
+		h.restoreCall(h.in.Lines),
+		sold,
+		h.closeCall(ordersaga.StatusRejected, "reservation failed: "+activities.ErrTypeCompensated, nil, h.in.Lines),
+	)
+}
+
+// TestOrderWorkflowWrongAmountThenExpiry: the wrong payment is recorded once (the store records it for refund
+// at once), and the expiry neither applies nor records it again.
+func TestOrderWorkflowWrongAmountThenExpiry(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	wrong := h.payment("evt-wrong-expire")
+	wrong.AmountCents--
+	h.signalPayment(time.Minute, wrong)
+
+	got := h.run()
+
+	assert.Equal(t, h.wantOrder(ordersaga.StatusExpired, "payment deadline passed", priced(h.in.Lines), ptr(h.payBy()), nil), got)
+	h.assertCalls(
+		h.reserveAll(),
+		h.deductCall(h.payBy()),
+		h.confirmCall(),
+		h.recordCall(wrong, ordersaga.PaymentRejectedAmount, "expected 2498 CNY"),
+		h.restoreCall(priced(h.in.Lines)),
+		h.releaseAll(),
+		h.closeCall(ordersaga.StatusExpired, "payment deadline passed", ptr(h.payBy()), priced(h.in.Lines)),
+	)
+}
