@@ -116,7 +116,7 @@ func (s *Store) CheckMoneyDay(ctx context.Context, day time.Time) ([]MoneyTotals
 		case r.Status == nil:
 			f.Detail = "applied payment of an order the database does not know"
 		case *r.Status != paid:
-			f.Detail = fmt.Sprintf("applied payment of a %s order", *r.Status)
+			f.Detail = fmt.Sprintf("applied payment of an order that is %s, not PAID", *r.Status)
 		case r.PaymentEventID == nil || *r.PaymentEventID != r.EventID:
 			f.Detail = fmt.Sprintf("applied payment of an order PAID by another event %q (charged twice)", deref(r.PaymentEventID))
 		default:
