@@ -21,6 +21,10 @@ type Metrics struct {
 	coldLoads     prometheus.Counter
 	leakedUnits   prometheus.Counter
 	anomalyWrites prometheus.Counter
+
+	moneyFindings *prometheus.GaugeVec
+	moneyWrites   *prometheus.CounterVec
+	refundsUnsent prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -54,9 +58,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Units given back to the database from orders whose workflow was gone."}),
 		anomalyWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "ordersaga_reconcile_anomalies_total",
 			Help: "Rows written to stock_anomalies by reconciliation."}),
+		moneyFindings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ordersaga_reconcile_money_discrepancies",
+			Help: "Money discrepancies the last money reconciliation saw, by kind (see money_anomalies.kind); all 0 when captured = applied + refunded and every applied payment is its PAID order's."},
+			[]string{"kind"}),
+		moneyWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ordersaga_reconcile_money_anomalies_total",
+			Help: "Rows written to money_anomalies (each discrepancy once), by kind."},
+			[]string{"kind"}),
+		refundsUnsent: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ordersaga_refunds_unsent",
+			Help: "Refunds recorded and not yet marked sent by the payment provider's adapter, when the last money reconciliation ran."}),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.skus, m.driftUnits, m.repairs, m.raced, m.lastDrifted, m.lastDrift,
-		m.lastRepairs, m.lastRun, m.fallbacks, m.coldLoads, m.leakedUnits, m.anomalyWrites} {
+		m.lastRepairs, m.lastRun, m.fallbacks, m.coldLoads, m.leakedUnits, m.anomalyWrites, m.moneyFindings, m.moneyWrites,
+		m.refundsUnsent} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -103,6 +116,26 @@ func (m *Metrics) run(s ReconcileSummary, finished float64) {
 	m.lastDrift.Set(float64(s.DriftUnits))
 	m.lastRepairs.Set(float64(s.Repairs()))
 	m.lastRun.Set(finished)
+}
+
+// money sets the money gauges from a finished money step: every kind, so a cleared discrepancy shows 0.
+func (m *Metrics) money(s MoneySummary) {
+	if m == nil {
+		return
+	}
+	for _, k := range MoneyKinds {
+		m.moneyFindings.WithLabelValues(k).Set(float64(s.ByKind[k]))
+	}
+	m.refundsUnsent.Set(float64(s.RefundsUnsent))
+}
+
+func (m *Metrics) moneyRecorded(found []MoneyFinding) {
+	if m == nil {
+		return
+	}
+	for _, f := range found {
+		m.moneyWrites.WithLabelValues(f.Kind).Inc()
+	}
 }
 
 func isRepair(action string) bool { return slices.Contains(RepairActions, action) }

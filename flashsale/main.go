@@ -101,6 +101,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cf
 	fs.Float64Var(&cfg.PayRatio, "pay-ratio", cfg.PayRatio, "share of accepted orders paid at once through the signed webhook")
 	fs.Float64Var(&cfg.CancelRatio, "cancel-ratio", cfg.CancelRatio, "share of accepted orders cancelled")
 	fs.Float64Var(&cfg.LatePayRatio, "late-pay-ratio", cfg.LatePayRatio, "share of accepted orders paid after they expired (must be refunded once)")
+	fs.Float64Var(&cfg.WrongAmountShare, "wrong-amount-share", cfg.WrongAmountShare, "share of the orders to pay whose first payment is of amount − 1 (refunded once); half of them then pay right, the rest expire")
 	fs.Float64Var(&cfg.DuplicateRatio, "duplicate-ratio", cfg.DuplicateRatio, "share of orders, payments and cancels sent twice with the same key")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice (a run is repeatable)")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json and report.html")

@@ -1,11 +1,12 @@
 // Command reconcile runs one reconciliation now, through the worker, and prints its summary: what drifted
-// between Redis and the database, and what was repaired (see docs/reconciliation.md). The scheduled runs
-// are the same workflow; this one runs beside them.
+// between Redis and the database, and what was repaired (see docs/reconciliation.md), and the money of the
+// last days: captured, applied and refunded per day and currency, and any discrepancy (docs/payments.md).
+// The scheduled runs are the same workflow; this one runs beside them.
 //
-//	reconcile [-batch 200] [-grace 2m] [-json] [-timeout 10m]
+//	reconcile [-batch 200] [-grace 2m] [-money-days 2] [-json] [-timeout 10m]
 //
 // Configuration comes from the environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE; with MYSQL_DSN or
-// SQLITE_PATH it also lists the run's stock_anomalies rows).
+// SQLITE_PATH it also lists the run's stock_anomalies rows and the money_anomalies of the days checked).
 package main
 
 import (
@@ -14,8 +15,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -24,6 +27,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/workflows"
 )
 
 func main() {
@@ -44,10 +48,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.SetOutput(stdout)
 	batch := fs.Int("batch", rcfg.BatchSize, "SKUs (and open orders) per activity")
 	grace := fs.Duration("grace", rcfg.Grace, "leave alone holds and open orders younger than this")
+	moneyDays := fs.Int("money-days", workflows.DefaultReconcileMoneyDays, "UTC days up to today whose money is reconciled")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting for the run after this long")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if *moneyDays < 1 || *moneyDays > workflows.MaxReconcileMoneyDays {
+		return fmt.Errorf("-money-days %d: want 1-%d", *moneyDays, workflows.MaxReconcileMoneyDays)
 	}
 	cfg, err := config.FromEnv(getenv)
 	if err != nil {
@@ -63,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer c.Close()
 
 	in := rcfg.Input()
-	in.BatchSize, in.Grace = *batch, *grace
+	in.BatchSize, in.Grace, in.MoneyDays = *batch, *grace, *moneyDays
 	id, sum, err := reconcile.RunOnce(ctx, c, in)
 	if err != nil {
 		return err
@@ -74,10 +82,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return enc.Encode(struct {
 			WorkflowID string `json:"workflow_id"`
 			activities.ReconcileSummary
-			Repairs int `json:"Repairs"`
-		}{id, sum, sum.Repairs()})
+			Repairs int                     `json:"Repairs"`
+			Money   activities.MoneySummary `json:"Money"`
+		}{id, sum.ReconcileSummary, sum.Repairs(), sum.Money})
 	}
 	fmt.Fprintf(stdout, "reconciliation %s\n%s\n", id, sum)
+	writeMoney(stdout, sum.Money)
 	if cfg.MySQLDSN == "" && cfg.SQLitePath == "" {
 		return nil
 	}
@@ -90,13 +100,59 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SKU\tORDER\tKIND\tACTION\tEXPECTED\tOBSERVED\tDETAIL")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.SKU, r.OrderID, r.Kind, r.Action, num(r.Expected), num(r.Observed), r.Detail)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return writeMoneyAnomalies(ctx, stdout, store, sum.Money)
+}
+
+// writeMoney prints the money of each day checked, per currency (amounts in minor units).
+func writeMoney(w io.Writer, m activities.MoneySummary) {
+	if len(m.Days) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "DAY\tCURRENCY\tCAPTURED\tAPPLIED\tREFUNDED\tUNSETTLED\tREFUNDS UNSENT\t")
+	for _, d := range m.Days {
+		fmt.Fprintf(tw, "%s\t%s\t%d (%d)\t%d (%d)\t%d (%d)\t%d (%d)\t%d\t\n", d.Day, d.Currency, d.Captured, d.CapturedN,
+			d.Applied, d.AppliedN, d.Refunded, d.RefundedN, d.Unsettled, d.UnsettledN, d.RefundsUnsent)
+	}
+	_ = tw.Flush()
+}
+
+// writeMoneyAnomalies lists the money_anomalies rows of the days the run checked (each recorded once, by the
+// first run that saw it).
+func writeMoneyAnomalies(ctx context.Context, w io.Writer, store *activities.Store, m activities.MoneySummary) error {
+	if m.Findings == 0 {
+		return nil
+	}
+	days := map[string]bool{}
+	for _, d := range m.Days {
+		days[d.Day] = true
+	}
+	var rows []activities.MoneyAnomalyRow
+	for _, d := range slices.Sorted(maps.Keys(days)) {
+		r, err := store.MoneyAnomalies(ctx, d)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r...)
+	}
 	if len(rows) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SKU\tORDER\tKIND\tACTION\tEXPECTED\tOBSERVED\tDETAIL")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DAY\tKIND\tSUBJECT\tORDER\tEVENT\tEXPECTED\tOBSERVED\tFIRST RUN\tDETAIL")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.SKU, r.OrderID, r.Kind, r.Action, num(r.Expected), num(r.Observed), r.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Day, r.Kind, r.Subject, r.OrderID, r.EventID,
+			num(r.Expected), num(r.Observed), r.RunID, r.Detail)
 	}
 	return tw.Flush()
 }

@@ -17,7 +17,8 @@ import (
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
-// The command runs one reconciliation through a worker and prints the summary and the run's anomalies.
+// The command runs one reconciliation through a worker and prints the summary and the run's anomalies, the
+// day's money and its money anomalies.
 func TestRun_PrintsTheSummaryAndTheAnomalies(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -37,6 +38,16 @@ func TestRun_PrintsTheSummaryAndTheAnomalies(t *testing.T) {
 	if err := rs.SetAvailable(ctx, "CMD", 13); err != nil { // Redis promises 3 units too many
 		t.Fatal(err)
 	}
+	// A payment applied to an order the database shows EXPIRED: money kept for nothing.
+	now := time.Now().UTC()
+	if err := store.DB().Exec(`INSERT INTO orders (order_id, user_id, status, amount_cents, currency, created_at, updated_at)
+		VALUES ('cmd-o1', 'u', 'EXPIRED', 500, 'CNY', ?, ?)`, now, now).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := store.DB().Exec(`INSERT INTO payments (event_id, order_id, amount_cents, currency, result, created_at)
+		VALUES ('cmd-e1', 'cmd-o1', 500, 'CNY', 'applied', ?)`, now).Error; err != nil {
+		t.Fatal(err)
+	}
 	srv := temporaltest.NewServer(temporaltest.WithT(t))
 	srv.NewWorker(workflows.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r, &activities.Activities{Redis: rs, Store: store})
@@ -50,7 +61,9 @@ func TestRun_PrintsTheSummaryAndTheAnomalies(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"drifted=1", "drift_units=3 (over 3, under 0)", "avail_set=1",
-		"CMD", activities.KindAvailOver, activities.ActionSetAvail} {
+		"CMD", activities.KindAvailOver, activities.ActionSetAvail,
+		"money: payments captured=1 applied=1 refunded=0 unsettled=0 in 1 currencies; findings=1 (new 1)",
+		now.Format(activities.DayLayout), activities.KindAppliedNotPaid, "cmd-e1", "applied payment of an order that is EXPIRED, not PAID"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -23,9 +23,10 @@ var reconcileOptions = workflow.ActivityOptions{
 
 // ReconcileWorkflow is one reconciliation run (docs/design.md, layer 3): it closes leaked orders (unpaid, their
 // workflow gone), then pages through every SKU comparing Redis with the database and repairing Redis to the
-// database's truth, and returns what it found and did. A Temporal Schedule starts it (overlap SKIP); the
-// reconcile command starts one on demand.
-func ReconcileWorkflow(ctx workflow.Context, in ReconcileInput) (activities.ReconcileSummary, error) {
+// database's truth, then reconciles the money of the last days (captured = applied + refunded), and returns
+// what it found and did. A Temporal Schedule starts it (overlap SKIP); the reconcile command starts one on
+// demand.
+func ReconcileWorkflow(ctx workflow.Context, in ReconcileInput) (ReconcileResult, error) {
 	w := &reconcileWorkflow{in: in, runID: workflow.GetInfo(ctx).WorkflowExecution.ID}
 	return w.run(workflow.WithActivityOptions(ctx, reconcileOptions))
 }
@@ -34,20 +35,34 @@ type reconcileWorkflow struct {
 	in      ReconcileInput
 	runID   string
 	summary activities.ReconcileSummary
+	money   activities.MoneySummary
 }
 
-func (w *reconcileWorkflow) run(ctx workflow.Context) (activities.ReconcileSummary, error) {
+func (w *reconcileWorkflow) result() ReconcileResult {
+	return ReconcileResult{ReconcileSummary: w.summary, Money: w.money}
+}
+
+func (w *reconcileWorkflow) run(ctx workflow.Context) (ReconcileResult, error) {
 	// Leaks first: their restore and release then show in the SKU pass as settled, not as drift.
 	if err := w.pages(ctx, acts.ReconcileLeaks, "leaked orders"); err != nil {
-		return w.summary, err
+		return w.result(), err
 	}
 	if err := w.pages(ctx, acts.ReconcileSKUs, "skus"); err != nil {
-		return w.summary, err
+		return w.result(), err
 	}
 	if err := workflow.ExecuteActivity(ctx, acts.ReconcileFinish, w.runID, w.summary).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("publishing the reconciliation summary failed", "error", err)
 	}
-	return w.summary, nil
+	// Versioned: a run that was in flight when the money step was deployed finishes without it.
+	if workflow.GetVersion(ctx, moneyStepChange, workflow.DefaultVersion, 1) == 1 {
+		err := workflow.ExecuteActivity(ctx, acts.ReconcileMoney, activities.ReconcileMoneyInput{
+			RunID: w.runID, Days: w.in.moneyDays(),
+		}).Get(ctx, &w.money)
+		if err != nil {
+			return w.result(), fmt.Errorf("reconcile money: %w", err)
+		}
+	}
+	return w.result(), nil
 }
 
 // pages runs one paged activity until it reports the last page.

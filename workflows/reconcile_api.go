@@ -3,6 +3,8 @@ package workflows
 import (
 	"strconv"
 	"time"
+
+	"github.com/ordersaga/ordersaga/activities"
 )
 
 // ReconcileScheduleID is the Temporal Schedule that starts ReconcileWorkflow; its runs get workflow IDs
@@ -21,7 +23,26 @@ const (
 	// DefaultReconcileGrace leaves alone the holds and open orders younger than this: long enough for a live
 	// order to go from reserve to deduct to confirm, or to finish its compensation.
 	DefaultReconcileGrace = 2 * time.Minute
+	// DefaultReconcileMoneyDays: the money step checks today and yesterday (UTC), so the run just after
+	// midnight still closes the day before.
+	DefaultReconcileMoneyDays = 2
+	// MaxReconcileMoneyDays bounds the days one run checks.
+	MaxReconcileMoneyDays = 366
 )
+
+// moneyStepChange is the workflow.GetVersion change ID of the money step.
+const moneyStepChange = "reconcile-money"
+
+// ReconcileResult is what one run found and did: the stock part (Redis against the database, leaked orders)
+// and the money part. Its JSON keeps the stock summary's fields at the top level.
+type ReconcileResult struct {
+	activities.ReconcileSummary
+	Money activities.MoneySummary
+}
+
+func (r ReconcileResult) String() string {
+	return r.ReconcileSummary.String() + "\n" + r.Money.String()
+}
 
 // ReconcileInput configures one reconciliation run; the zero value means the defaults.
 type ReconcileInput struct {
@@ -29,6 +50,15 @@ type ReconcileInput struct {
 	BatchSize int
 	// Grace: 0 = DefaultReconcileGrace; negative = none (tests that corrupt Redis on purpose).
 	Grace time.Duration
+	// MoneyDays is how many UTC days up to today the money step checks (0 = DefaultReconcileMoneyDays).
+	MoneyDays int
+}
+
+func (in ReconcileInput) moneyDays() int {
+	if in.MoneyDays <= 0 {
+		return DefaultReconcileMoneyDays
+	}
+	return min(in.MoneyDays, MaxReconcileMoneyDays)
 }
 
 func (in ReconcileInput) batch() int {

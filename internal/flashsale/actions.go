@@ -8,8 +8,8 @@ import (
 	"github.com/ordersaga/ordersaga"
 )
 
-// followUp does to an accepted order what its plan says: pay it, cancel it, pay it after it expired, or
-// leave it to expire.
+// followUp does to an accepted order what its plan says: pay it, cancel it, pay it after it expired, pay a
+// wrong amount first (or only), or leave it to expire.
 func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 	defer r.actionsLeft.Add(-1)
 	r.mu.Lock()
@@ -20,7 +20,16 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 		amount += l.Qty * l.UnitPriceCents
 	}
 	switch o.Action {
-	case ActionPay:
+	case ActionPay, ActionWrongThenPay, ActionWrongPay:
+		if o.Action != ActionPay {
+			wrong := PaymentEvent{EventID: wrongPayEventID(orderID), OrderID: orderID, AmountCents: amount - 1, Currency: r.cfg.Currency, Status: "succeeded"}
+			// Always redelivered: a wrong amount must be refunded exactly once.
+			r.deliver(ctx, wrong, false, OutPay)
+			r.deliver(ctx, wrong, false, OutPay)
+			if o.Action == ActionWrongPay {
+				return
+			}
+		}
 		ev := PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: "succeeded"}
 		r.deliver(ctx, ev, false, OutPay)
 		if p.duplicate {
@@ -58,7 +67,8 @@ func (r *Runner) deliver(ctx context.Context, ev PaymentEvent, late bool, out Ou
 	r.mu.Lock()
 	ps, ok := r.payments[ev.EventID]
 	if !ok {
-		ps = &PaymentSnapshot{EventID: ev.EventID, OrderID: ev.OrderID, Late: late}
+		ps = &PaymentSnapshot{EventID: ev.EventID, OrderID: ev.OrderID, Late: late, AmountCents: ev.AmountCents,
+			Currency: ev.Currency, WrongAmount: ev.EventID == wrongPayEventID(ev.OrderID)}
 		r.payments[ev.EventID] = ps
 	}
 	r.mu.Unlock()

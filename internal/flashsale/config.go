@@ -32,6 +32,10 @@ type Config struct {
 	PayRatio     float64
 	CancelRatio  float64
 	LatePayRatio float64
+	// WrongAmountShare is the share of the orders to pay whose provider first sends a payment of amount − 1
+	// (it must be answered rejected_amount and refunded once): half of them then send the right amount
+	// (the order is PAID), the other half nothing more (the order expires).
+	WrongAmountShare float64
 	// DuplicateRatio is the share of requests (orders and payments) sent a second time with the same key.
 	DuplicateRatio float64
 	Seed           uint64
@@ -121,13 +125,16 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--currency %q: want a 3-letter ISO 4217 code", c.Currency))
 	}
 	for name, r := range map[string]float64{"--pay-ratio": c.PayRatio, "--cancel-ratio": c.CancelRatio,
-		"--late-pay-ratio": c.LatePayRatio, "--duplicate-ratio": c.DuplicateRatio} {
+		"--late-pay-ratio": c.LatePayRatio, "--duplicate-ratio": c.DuplicateRatio, "--wrong-amount-share": c.WrongAmountShare} {
 		if r < 0 || r > 1 {
 			errs = append(errs, fmt.Errorf("%s %g: want a share between 0 and 1", name, r))
 		}
 	}
 	if s := c.PayRatio + c.CancelRatio + c.LatePayRatio; s > 1+1e-9 {
 		errs = append(errs, fmt.Errorf("--pay-ratio + --cancel-ratio + --late-pay-ratio = %g: must not exceed 1 (the rest expire)", s))
+	}
+	if c.WrongAmountShare > 0 && c.PriceCents*c.Qty < 1 {
+		errs = append(errs, errors.New("--wrong-amount-share needs a price above 0 (a wrong amount is the right one − 1)"))
 	}
 	if c.Out == "" {
 		errs = append(errs, errors.New("--out: want a directory for the report"))
@@ -198,7 +205,7 @@ func (c Config) Params() []Param {
 		{"stock", strconv.FormatInt(c.Stock, 10)}, {"price-cents", strconv.FormatInt(c.PriceCents, 10)},
 		{"qty", strconv.FormatInt(c.Qty, 10)}, {"currency", c.Currency},
 		{"pay-ratio", f(c.PayRatio)}, {"cancel-ratio", f(c.CancelRatio)}, {"late-pay-ratio", f(c.LatePayRatio)},
-		{"duplicate-ratio", f(c.DuplicateRatio)}, {"seed", strconv.FormatUint(c.Seed, 10)},
+		{"duplicate-ratio", f(c.DuplicateRatio)}, {"wrong-amount-share", f(c.WrongAmountShare)}, {"seed", strconv.FormatUint(c.Seed, 10)},
 		{"quiet-timeout", c.QuietTimeout.String()}, {"grace", c.Grace.String()}, {"database", db},
 	}
 }

@@ -37,7 +37,7 @@ type Report struct {
 	Stock        map[string][]StockPoint   `json:"stock"`
 	// Orders counts the accepted orders by planned action and final status.
 	Orders map[string]map[string]int `json:"orders"`
-	// Payments counts the webhook answers by kind (on time / late) and result.
+	// Payments counts the webhook answers by kind (on time / late / wrong amount) and result.
 	Payments map[string]map[string]int `json:"payments"`
 	Final    []SKUSnapshot             `json:"final_inventory"`
 	Verdict  Verdict                   `json:"verdict"`
@@ -89,8 +89,11 @@ func (rep *Report) tally() {
 	}
 	for _, p := range snap.Payments {
 		kind := "on_time"
-		if p.Late {
+		switch {
+		case p.Late:
 			kind = "late"
+		case p.WrongAmount:
+			kind = "wrong_amount"
 		}
 		if rep.Payments[kind] == nil {
 			rep.Payments[kind] = map[string]int{}
@@ -190,10 +193,13 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	for _, a := range actions {
 		fmt.Fprintf(w, "  orders to %-8s %s\n", a, fmtCounts(rep.Orders[a]))
 	}
-	for _, k := range []string{"on_time", "late"} {
+	for _, k := range []string{"on_time", "late", "wrong_amount"} {
 		if m, ok := rep.Payments[k]; ok {
 			fmt.Fprintf(w, "  payments %-8s %s\n", k, fmtCounts(m))
 		}
+	}
+	for _, m := range rep.Verdict.Money {
+		fmt.Fprintf(w, "  money %s: %s\n", m.Currency, m.text())
 	}
 	v := rep.Verdict
 	fmt.Fprintf(w, "verdict (%s; quiet=%v):", strings.Join(v.Sources, "+"), v.Quiet)

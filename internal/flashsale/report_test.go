@@ -93,7 +93,8 @@ func TestReportHTMLIsSelfContained(t *testing.T) {
 	if want := 2 + len(rep.Latency); tags["svg"] != want {
 		t.Errorf("%d <svg> charts, want %d", tags["svg"], want)
 	}
-	for _, want := range []string{"<polyline", "p99", "sold_out", "lost_units", "FAILED", "stock of FS-A", rep.RunID} {
+	for _, want := range []string{"<polyline", "p99", "sold_out", "lost_units", "FAILED", "stock of FS-A", rep.RunID,
+		"unsettled_payments", "<td>CNY</td><td>598 (4)</td><td>298 (2)</td><td>598 (4)</td><td>200 (1)</td><td>398 (3)</td>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -119,7 +120,8 @@ func TestReportFilesRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatalf("report.json does not parse: %v", err)
 	}
-	if back.RunID != rep.RunID || back.Verdict.LostUnits != 1 || back.Latency["sold_out"].Count != 500 {
+	if back.RunID != rep.RunID || back.Verdict.LostUnits != 1 || back.Latency["sold_out"].Count != 500 ||
+		len(back.Verdict.Money) != 1 || back.Verdict.Money[0].RefundedCents != 398 {
 		t.Errorf("report.json lost data: run %q lost %d sold_out %d", back.RunID, back.Verdict.LostUnits, back.Latency["sold_out"].Count)
 	}
 	if strings.Contains(string(raw), "secret-") {
@@ -130,7 +132,8 @@ func TestReportFilesRoundTrip(t *testing.T) {
 	}
 	var sum bytes.Buffer
 	rep.WriteSummary(&sum)
-	if !strings.Contains(sum.String(), "FAILED") || !strings.Contains(sum.String(), "lost_units=1") {
+	if !strings.Contains(sum.String(), "FAILED") || !strings.Contains(sum.String(), "lost_units=1") ||
+		!strings.Contains(sum.String(), "money CNY: sent 598 (4, wrong amount 298 (2)); recorded: captured 598 (4) = applied 200 (1) + refunded 398 (3) + unsettled 0 (0)") {
 		t.Errorf("summary:\n%s", sum.String())
 	}
 }

@@ -43,6 +43,7 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	cfg.Duration, cfg.Concurrency, cfg.Buyers = 5*time.Second, 16, 200
 	cfg.SKUs, cfg.Stock, cfg.Qty = 2, 3, 1
 	cfg.PayRatio, cfg.CancelRatio, cfg.LatePayRatio, cfg.DuplicateRatio = 0.4, 0.2, 0.2, 0.2
+	cfg.WrongAmountShare = 0.5 // of the orders to pay: a payment of amount − 1 first (refunded), or alone
 	cfg.QuietTimeout, cfg.Grace, cfg.SampleEvery = 30*time.Second, 10*time.Second, 200*time.Millisecond
 	cfg.Out = filepath.Join(t.TempDir(), "report")
 	if err := cfg.Validate(); err != nil {
@@ -76,6 +77,14 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	}
 	if rep.Payments["late"]["refunded"] == 0 || rep.Orders[flashsale.ActionExpire]["EXPIRED"] == 0 {
 		t.Errorf("late payments %v, expiring orders %v", rep.Payments["late"], rep.Orders[flashsale.ActionExpire])
+	}
+	if rep.Payments["wrong_amount"]["rejected_amount"] == 0 || rep.Orders[flashsale.ActionWrongThenPay]["PAID"] == 0 {
+		t.Errorf("wrong-amount payments %v, orders paid after one %v", rep.Payments["wrong_amount"], rep.Orders[flashsale.ActionWrongThenPay])
+	}
+	for _, m := range rep.Verdict.Money {
+		if m.CapturedCents != m.SentCents || m.CapturedCents != m.AppliedCents+m.RefundedCents || m.WrongAmount == 0 {
+			t.Errorf("money %+v: want every payment sent recorded, captured = applied + refunded, some wrong amounts", m)
+		}
 	}
 	if !strings.Contains(progress.String(), "accepted") {
 		t.Errorf("no progress lines:\n%s", progress.String())

@@ -188,7 +188,7 @@ func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
 		s.Orders = append(s.Orders, o)
 	}
 	for _, id := range r.order {
-		for _, ev := range []string{payEventID(id), latePayEventID(id)} {
+		for _, ev := range []string{wrongPayEventID(id), payEventID(id), latePayEventID(id)} {
 			if p, ok := r.payments[ev]; ok {
 				cp := *p
 				cp.Results = append([]string(nil), p.Results...)
@@ -207,8 +207,9 @@ func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
 	return s, nil
 }
 
-func payEventID(orderID string) string     { return "evt-" + orderID }
-func latePayEventID(orderID string) string { return "evt-late-" + orderID }
+func payEventID(orderID string) string      { return "evt-" + orderID }
+func latePayEventID(orderID string) string  { return "evt-late-" + orderID }
+func wrongPayEventID(orderID string) string { return "evt-wrong-" + orderID }
 
 // accepted records a 201: a new order, or one more answer naming an order already known.
 func (r *Runner) accepted(o ordersaga.Order, key, userID string) (*OrderSnapshot, bool) {
@@ -240,6 +241,10 @@ func (r *Runner) accepted(o ordersaga.Order, key, userID string) (*OrderSnapshot
 func (r *Runner) action(k int) string {
 	_, u := math.Modf(float64(k+1) * 0.6180339887498949)
 	switch {
+	case u < r.cfg.PayRatio*r.cfg.WrongAmountShare/2:
+		return ActionWrongThenPay
+	case u < r.cfg.PayRatio*r.cfg.WrongAmountShare:
+		return ActionWrongPay
 	case u < r.cfg.PayRatio:
 		return ActionPay
 	case u < r.cfg.PayRatio+r.cfg.CancelRatio:

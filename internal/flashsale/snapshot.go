@@ -47,6 +47,10 @@ const (
 	ActionCancel  = "cancel"
 	ActionLatePay = "late_pay"
 	ActionExpire  = "expire"
+	// ActionWrongThenPay: a payment of the wrong amount (refunded), then the right one (applied).
+	ActionWrongThenPay = "wrong_then_pay"
+	// ActionWrongPay: only a payment of the wrong amount (refunded); the order expires.
+	ActionWrongPay = "wrong_pay"
 )
 
 // OrderSnapshot is one order the run placed (answered 201) and what became of it.
@@ -67,10 +71,14 @@ type OrderSnapshot struct {
 
 // PaymentSnapshot is one payment event the run sent and every 200 answer it got.
 type PaymentSnapshot struct {
-	EventID string   `json:"event_id"`
-	OrderID string   `json:"order_id"`
-	Late    bool     `json:"late"`
-	Results []string `json:"results"`
+	EventID string `json:"event_id"`
+	OrderID string `json:"order_id"`
+	Late    bool   `json:"late"`
+	// WrongAmount marks a payment sent with the wrong amount on purpose (it must be refunded).
+	WrongAmount bool     `json:"wrong_amount,omitempty"`
+	AmountCents int64    `json:"amount_cents"`
+	Currency    string   `json:"currency"`
+	Results     []string `json:"results"`
 	// Failed counts deliveries that got no 200 answer (transport error, 5xx): the event may have been
 	// applied without the run seeing the answer.
 	Failed int `json:"failed,omitempty"`
@@ -96,15 +104,24 @@ type LedgerRow struct {
 
 // DBOrder is one orders row with its lines.
 type DBOrder struct {
-	OrderID string           `json:"order_id"`
-	Status  ordersaga.Status `json:"status"`
-	PayBy   *time.Time       `json:"pay_by,omitempty"`
-	Lines   []ordersaga.Line `json:"lines"`
+	OrderID     string           `json:"order_id"`
+	Status      ordersaga.Status `json:"status"`
+	AmountCents int64            `json:"amount_cents"`
+	Currency    string           `json:"currency"`
+	PayBy       *time.Time       `json:"pay_by,omitempty"`
+	Lines       []ordersaga.Line `json:"lines"`
 }
 
-// DBPayment is one payments row.
+// DBPayment is one payments row. It is a refund iff Refunded (refunded_at is set: results refunded and
+// rejected_amount); an applied row that is not refunded is money kept for its order.
 type DBPayment struct {
-	EventID string `json:"event_id"`
-	OrderID string `json:"order_id"`
-	Result  string `json:"result"`
+	EventID     string `json:"event_id"`
+	OrderID     string `json:"order_id"`
+	Result      string `json:"result"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+	Refunded    bool   `json:"refunded"`
 }
+
+// kept reports whether the payment is money kept for its order.
+func (p DBPayment) kept() bool { return p.Result == string(ordersaga.PaymentApplied) && !p.Refunded }

@@ -2,6 +2,7 @@ package flashsale
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -16,6 +17,7 @@ const (
 	CheckDuplicate  = "duplicate_deductions"
 	CheckStuck      = "stuck_orders"
 	CheckRefund     = "double_refunds"
+	CheckUnsettled  = "unsettled_payments"
 	CheckState      = "state_errors"
 	CheckCacheDrift = "cache_drift"
 )
@@ -40,6 +42,10 @@ type Counts struct {
 	StuckOrders int64 `json:"stuck_orders"`
 	// DoubleRefunds: one payment event refunded more than once, or both applied and refunded (I4).
 	DoubleRefunds int64 `json:"double_refunds"`
+	// UnsettledPayments: captured payments neither applied to a PAID order of their amount nor refunded —
+	// a row neither kept nor refunded, an applied amount that is not the order's, a payment answered 200
+	// without its payments row — so captured ≠ applied + refunded (docs/payments.md).
+	UnsettledPayments int64 `json:"unsettled_payments"`
 	// StateErrors: a final state contradicting an answer — two applied payments on an order, a payment
 	// answered "applied" on an order that is not PAID, a cancel answered CANCELLED on one that is not,
 	// the API and the database disagreeing about a closed order.
@@ -60,6 +66,8 @@ func (c Counts) get(check string) int64 {
 		return c.StuckOrders
 	case CheckRefund:
 		return c.DoubleRefunds
+	case CheckUnsettled:
+		return c.UnsettledPayments
 	case CheckState:
 		return c.StateErrors
 	case CheckCacheDrift:
@@ -80,6 +88,8 @@ func (c *Counts) add(check string, n int64) {
 		c.StuckOrders += n
 	case CheckRefund:
 		c.DoubleRefunds += n
+	case CheckUnsettled:
+		c.UnsettledPayments += n
 	case CheckState:
 		c.StateErrors += n
 	case CheckCacheDrift:
@@ -88,7 +98,7 @@ func (c *Counts) add(check string, n int64) {
 }
 
 // AllChecks lists the checks in report order.
-var AllChecks = []string{CheckOversold, CheckLost, CheckDuplicate, CheckStuck, CheckRefund, CheckState, CheckCacheDrift}
+var AllChecks = []string{CheckOversold, CheckLost, CheckDuplicate, CheckStuck, CheckRefund, CheckUnsettled, CheckState, CheckCacheDrift}
 
 // Finding is one violation, with what it is about.
 type Finding struct {
@@ -109,6 +119,50 @@ type Verdict struct {
 	Sources  []string          `json:"sources"`
 	BySource map[string]Counts `json:"by_source"`
 	Findings []Finding         `json:"findings"`
+	// Money is the run's money per currency: what it paid (API) and what the database recorded.
+	Money []MoneyTotals `json:"money"`
+}
+
+// MoneyTotals is the money of a run in one currency, in minor units (and as counts of payment events).
+type MoneyTotals struct {
+	Currency string `json:"currency"`
+	// Sent: the payment events the run sent that got a 200 answer (every one is money the provider
+	// captured); WrongAmount the part sent with the wrong amount on purpose.
+	SentCents        int64 `json:"sent_cents"`
+	Sent             int64 `json:"sent"`
+	WrongAmountCents int64 `json:"wrong_amount_cents"`
+	WrongAmount      int64 `json:"wrong_amount"`
+	// From the database's payments rows of the run's orders: Captured = Applied (kept for PAID orders) +
+	// Refunded (refunded and rejected_amount) + Unsettled (must be 0).
+	CapturedCents  int64 `json:"captured_cents"`
+	Captured       int64 `json:"captured"`
+	AppliedCents   int64 `json:"applied_cents"`
+	Applied        int64 `json:"applied"`
+	RefundedCents  int64 `json:"refunded_cents"`
+	Refunded       int64 `json:"refunded"`
+	UnsettledCents int64 `json:"unsettled_cents"`
+	Unsettled      int64 `json:"unsettled"`
+}
+
+// text is the totals in one line (amounts in minor units, counts of payment events in parentheses).
+func (m MoneyTotals) text() string {
+	s := fmt.Sprintf("sent %d (%d, wrong amount %d (%d))", m.SentCents, m.Sent, m.WrongAmountCents, m.WrongAmount)
+	if m.Captured == 0 && m.CapturedCents == 0 {
+		return s
+	}
+	return s + fmt.Sprintf("; recorded: captured %d (%d) = applied %d (%d) + refunded %d (%d) + unsettled %d (%d)",
+		m.CapturedCents, m.Captured, m.AppliedCents, m.Applied, m.RefundedCents, m.Refunded, m.UnsettledCents, m.Unsettled)
+}
+
+// money returns the totals of a currency, adding them when new.
+func (j *judge) money(currency string) *MoneyTotals {
+	for i := range j.v.Money {
+		if j.v.Money[i].Currency == currency {
+			return &j.v.Money[i]
+		}
+	}
+	j.v.Money = append(j.v.Money, MoneyTotals{Currency: currency})
+	return &j.v.Money[len(j.v.Money)-1]
 }
 
 // OK reports whether the run was quiet at the end and every count is 0.
@@ -159,6 +213,7 @@ func Check(s Snapshot) Verdict {
 			Detail: fmt.Sprintf("%d requests never got a usable answer: orders the API view does not know may exist (the database view sees them)", s.UnknownOutcomes)})
 	}
 	sortFindings(j.v.Findings)
+	sort.Slice(j.v.Money, func(a, b int) bool { return j.v.Money[a].Currency < j.v.Money[b].Currency })
 	return j.v
 }
 
@@ -267,9 +322,22 @@ func checkAPI(j *judge, s Snapshot) {
 			switch ordersaga.PaymentResult(r) {
 			case ordersaga.PaymentApplied:
 				nApplied++
-			case ordersaga.PaymentRefunded:
+			case ordersaga.PaymentRefunded, ordersaga.PaymentRejectedAmount: // both are refunds
 				nRefunded++
 			}
+		}
+		if len(p.Results) > 0 {
+			m := j.money(p.Currency)
+			m.Sent++
+			m.SentCents += p.AmountCents
+			if p.WrongAmount {
+				m.WrongAmount++
+				m.WrongAmountCents += p.AmountCents
+			}
+		}
+		if p.WrongAmount && nApplied > 0 {
+			j.bad(Finding{Check: CheckUnsettled, Source: SourceAPI, OrderID: p.OrderID, EventID: p.EventID, N: 1,
+				Detail: fmt.Sprintf("a payment of the wrong amount (%d %s) was answered applied", p.AmountCents, p.Currency)})
 		}
 		if nRefunded > 1 {
 			j.bad(Finding{Check: CheckRefund, Source: SourceAPI, OrderID: p.OrderID, EventID: p.EventID, N: nRefunded - 1,
@@ -378,21 +446,7 @@ func checkDB(j *judge, s Snapshot) {
 	for _, o := range s.Orders {
 		apiStatus[o.OrderID] = o.Status
 	}
-	appliedByOrder := map[string]int64{}
-	refundedByEvent := map[string]int64{}
-	for _, p := range db.Payments {
-		switch ordersaga.PaymentResult(p.Result) {
-		case ordersaga.PaymentApplied:
-			appliedByOrder[p.OrderID]++
-		case ordersaga.PaymentRefunded:
-			refundedByEvent[p.EventID]++
-		}
-	}
-	for ev, n := range refundedByEvent {
-		if n > 1 {
-			j.bad(Finding{Check: CheckRefund, Source: SourceDB, EventID: ev, N: n - 1, Detail: fmt.Sprintf("%d refund rows for one event", n)})
-		}
-	}
+	appliedByOrder := checkMoneyDB(j, s)
 	for _, o := range db.Orders {
 		if stuck(s, o.Status, o.PayBy) {
 			j.bad(Finding{Check: CheckStuck, Source: SourceDB, OrderID: o.OrderID, N: 1,
@@ -422,6 +476,69 @@ func checkDB(j *judge, s Snapshot) {
 				Detail: fmt.Sprintf("the API says %s, the database %s", as, o.Status)})
 		}
 	}
+}
+
+// checkMoneyDB judges the payments rows: every one kept for a PAID order of its amount or refunded, once;
+// every payment the run got a 200 answer for recorded, for the amount sent. It adds the database's money
+// totals and returns the applied (kept) payments per order.
+func checkMoneyDB(j *judge, s Snapshot) map[string]int64 {
+	db := s.DB
+	orders := map[string]DBOrder{}
+	for _, o := range db.Orders {
+		orders[o.OrderID] = o
+	}
+	appliedByOrder := map[string]int64{}
+	refundsByEvent, keptByEvent := map[string]int64{}, map[string]int64{}
+	rows := map[string]DBPayment{}
+	for _, p := range db.Payments {
+		rows[p.EventID] = p
+		m := j.money(p.Currency)
+		m.Captured++
+		m.CapturedCents += p.AmountCents
+		switch {
+		case p.Refunded:
+			m.Refunded++
+			m.RefundedCents += p.AmountCents
+			refundsByEvent[p.EventID]++
+		case p.kept():
+			m.Applied++
+			m.AppliedCents += p.AmountCents
+			keptByEvent[p.EventID]++
+			appliedByOrder[p.OrderID]++
+			if o, ok := orders[p.OrderID]; ok && o.Status == ordersaga.StatusPaid && (o.AmountCents != p.AmountCents || o.Currency != p.Currency) {
+				j.bad(Finding{Check: CheckUnsettled, Source: SourceDB, OrderID: p.OrderID, EventID: p.EventID, N: 1,
+					Detail: fmt.Sprintf("applied %d %s to an order of %d %s", p.AmountCents, p.Currency, o.AmountCents, o.Currency)})
+			}
+		default:
+			m.Unsettled++
+			m.UnsettledCents += p.AmountCents
+			j.bad(Finding{Check: CheckUnsettled, Source: SourceDB, OrderID: p.OrderID, EventID: p.EventID, N: 1,
+				Detail: fmt.Sprintf("captured %d %s recorded as %q, neither applied nor refunded", p.AmountCents, p.Currency, p.Result)})
+		}
+	}
+	for _, ev := range slices.Sorted(maps.Keys(refundsByEvent)) {
+		if n := refundsByEvent[ev]; n > 1 {
+			j.bad(Finding{Check: CheckRefund, Source: SourceDB, EventID: ev, N: n - 1, Detail: fmt.Sprintf("%d refund rows for one event", n)})
+		}
+		if keptByEvent[ev] > 0 {
+			j.bad(Finding{Check: CheckRefund, Source: SourceDB, EventID: ev, N: 1, Detail: "event both applied and refunded"})
+		}
+	}
+	for _, p := range s.Payments {
+		if len(p.Results) == 0 {
+			continue // never answered: the provider would still be delivering it
+		}
+		row, ok := rows[p.EventID]
+		switch {
+		case !ok:
+			j.bad(Finding{Check: CheckUnsettled, Source: SourceDB, OrderID: p.OrderID, EventID: p.EventID, N: 1,
+				Detail: fmt.Sprintf("answered %v but no payments row: %d %s captured without a record", p.Results, p.AmountCents, p.Currency)})
+		case p.Currency != "" && (row.AmountCents != p.AmountCents || row.Currency != p.Currency):
+			j.bad(Finding{Check: CheckUnsettled, Source: SourceDB, OrderID: p.OrderID, EventID: p.EventID, N: 1,
+				Detail: fmt.Sprintf("sent %d %s, recorded %d %s", p.AmountCents, p.Currency, row.AmountCents, row.Currency)})
+		}
+	}
+	return appliedByOrder
 }
 
 func sortFindings(fs []Finding) {

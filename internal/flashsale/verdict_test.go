@@ -16,8 +16,9 @@ func line(qty int64) []ordersaga.Line {
 	return []ordersaga.Line{{SKU: "A", Qty: qty, UnitPriceCents: 100}}
 }
 
-// cleanSnapshot is a quiet run on SKU A (10 units) that went right: o1 paid (2 units), o2 expired and paid
-// late (refunded once), o3 cancelled, o4 expired.
+// cleanSnapshot is a quiet run on SKU A (10 units, 100 cents each) that went right: o1 paid (2 units) after
+// a payment of the wrong amount (refunded once), o2 expired and paid late (refunded once), o3 cancelled, o4
+// paid only a wrong amount (refunded once) and expired.
 func cleanSnapshot() Snapshot {
 	payBy := ptr(t0.Add(-time.Minute))
 	order := func(id, action string, qty int64, status ordersaga.Status) OrderSnapshot {
@@ -33,11 +34,13 @@ func cleanSnapshot() Snapshot {
 			order("o1", ActionPay, 2, ordersaga.StatusPaid),
 			order("o2", ActionLatePay, 1, ordersaga.StatusExpired),
 			o3,
-			order("o4", ActionExpire, 1, ordersaga.StatusExpired),
+			order("o4", ActionWrongPay, 1, ordersaga.StatusExpired),
 		},
 		Payments: []PaymentSnapshot{
-			{EventID: "evt-o1", OrderID: "o1", Results: []string{"applied", "duplicate"}},
-			{EventID: "evt-late-o2", OrderID: "o2", Late: true, Results: []string{"refunded", "duplicate"}},
+			{EventID: "evt-o1", OrderID: "o1", AmountCents: 200, Currency: "CNY", Results: []string{"applied", "duplicate"}},
+			{EventID: "evt-late-o2", OrderID: "o2", Late: true, AmountCents: 100, Currency: "CNY", Results: []string{"refunded", "duplicate"}},
+			{EventID: "evt-wrong-o1", OrderID: "o1", WrongAmount: true, AmountCents: 199, Currency: "CNY", Results: []string{"rejected_amount", "duplicate"}},
+			{EventID: "evt-wrong-o4", OrderID: "o4", WrongAmount: true, AmountCents: 99, Currency: "CNY", Results: []string{"rejected_amount", "duplicate"}},
 		},
 		DB: &DBSnapshot{
 			Stock: map[string]int64{"A": 8},
@@ -49,13 +52,18 @@ func cleanSnapshot() Snapshot {
 				{"o9", "A", "RESTORE", 0}, // a tombstone of an order rejected before its deduct
 			},
 			Orders: []DBOrder{
-				{OrderID: "o1", Status: ordersaga.StatusPaid, PayBy: payBy, Lines: line(2)},
+				{OrderID: "o1", Status: ordersaga.StatusPaid, AmountCents: 200, Currency: "CNY", PayBy: payBy, Lines: line(2)},
 				{OrderID: "o2", Status: ordersaga.StatusExpired, PayBy: payBy, Lines: line(1)},
 				{OrderID: "o3", Status: ordersaga.StatusCancelled, PayBy: payBy, Lines: line(1)},
 				{OrderID: "o4", Status: ordersaga.StatusExpired, PayBy: payBy, Lines: line(1)},
 				{OrderID: "o9", Status: ordersaga.StatusRejected, Lines: line(1)},
 			},
-			Payments: []DBPayment{{"evt-o1", "o1", "applied"}, {"evt-late-o2", "o2", "refunded"}},
+			Payments: []DBPayment{
+				{"evt-o1", "o1", "applied", 200, "CNY", false},
+				{"evt-late-o2", "o2", "refunded", 100, "CNY", true},
+				{"evt-wrong-o1", "o1", "rejected_amount", 199, "CNY", true},
+				{"evt-wrong-o4", "o4", "rejected_amount", 99, "CNY", true},
+			},
 		},
 	}
 }
@@ -84,12 +92,12 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 				o := s.Orders[0]
 				o.OrderID, o.Key, o.KeyOrderIDs, o.Lines = "o5", "k-o5", []string{"o5"}, line(9)
 				s.Orders = append(s.Orders, o)
-				s.Payments = append(s.Payments, PaymentSnapshot{EventID: "evt-o5", OrderID: "o5", Results: []string{"applied"}})
+				s.Payments = append(s.Payments, PaymentSnapshot{EventID: "evt-o5", OrderID: "o5", AmountCents: 900, Currency: "CNY", Results: []string{"applied"}})
 				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 0, ptr[int64](0)
 				s.DB.Stock["A"] = 0
 				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o5", "A", "DEDUCT", 9})
-				s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o5", Status: ordersaga.StatusPaid, PayBy: o.PayBy, Lines: line(9)})
-				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-o5", "o5", "applied"})
+				s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o5", Status: ordersaga.StatusPaid, AmountCents: 900, Currency: "CNY", PayBy: o.PayBy, Lines: line(9)})
+				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-o5", "o5", "applied", 900, "CNY", false})
 			},
 			check: CheckOversold, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
 		},
@@ -145,9 +153,45 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 			name: "double refund: a late payment refunded on redelivery",
 			doctor: func(s *Snapshot) {
 				s.Payments[1].Results = []string{"refunded", "refunded"}
-				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-late-o2", "o2", "refunded"})
+				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-late-o2", "o2", "refunded", 100, "CNY", true})
 			},
 			check: CheckRefund, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "double refund: a wrong amount refunded twice",
+			doctor: func(s *Snapshot) {
+				s.Payments[2].Results = []string{"rejected_amount", "rejected_amount"}
+				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-wrong-o1", "o1", "rejected_amount", 199, "CNY", true})
+			},
+			check: CheckRefund, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
+		},
+		{
+			name: "unsettled payment: a wrong amount recorded without its refund",
+			doctor: func(s *Snapshot) {
+				s.DB.Payments[2].Refunded = false
+			},
+			check: CheckUnsettled, want: map[string]int64{SourceAPI: 0, SourceDB: 1},
+		},
+		{
+			name: "unsettled payment: a wrong amount answered applied",
+			doctor: func(s *Snapshot) {
+				s.Payments[3].Results = []string{"applied"}
+			},
+			check: CheckUnsettled, want: map[string]int64{SourceAPI: 1},
+		},
+		{
+			name: "unsettled payment: a refund answered but never recorded",
+			doctor: func(s *Snapshot) {
+				s.DB.Payments = slices.Delete(s.DB.Payments, 1, 2)
+			},
+			check: CheckUnsettled, want: map[string]int64{SourceAPI: 0, SourceDB: 1},
+		},
+		{
+			name: "unsettled payment: applied for another amount than the order's (and than the one sent)",
+			doctor: func(s *Snapshot) {
+				s.DB.Payments[0].AmountCents = 199
+			},
+			check: CheckUnsettled, want: map[string]int64{SourceAPI: 0, SourceDB: 2},
 		},
 		{
 			name: "double refund: one event applied and refunded",
@@ -193,7 +237,7 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 			name: "state error: a payment answered applied on an expired order",
 			doctor: func(s *Snapshot) {
 				s.Payments[1].Results = []string{"applied"}
-				s.DB.Payments[1].Result = "applied"
+				s.DB.Payments[1].Result, s.DB.Payments[1].Refunded = "applied", false
 			},
 			check: CheckState, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
 		},
@@ -228,6 +272,16 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 				t.Errorf("verdict %s = %d, want %d", tt.check, got, most)
 			}
 		})
+	}
+}
+
+// The money of the clean run: every payment sent was recorded, captured = applied + refunded to the cent.
+func TestCheckCountsTheMoney(t *testing.T) {
+	v := Check(cleanSnapshot())
+	want := []MoneyTotals{{Currency: "CNY", SentCents: 598, Sent: 4, WrongAmountCents: 298, WrongAmount: 2,
+		CapturedCents: 598, Captured: 4, AppliedCents: 200, Applied: 1, RefundedCents: 398, Refunded: 3}}
+	if !slices.Equal(v.Money, want) {
+		t.Errorf("money = %+v\nwant    %+v", v.Money, want)
 	}
 }
 

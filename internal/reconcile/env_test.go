@@ -84,11 +84,11 @@ func (e *env) reconcileOnce(t testing.TB, grace time.Duration) activities.Reconc
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, sum, err := reconcile.RunOnce(ctx, e.c, workflows.ReconcileInput{Grace: grace, BatchSize: 3})
+	_, res, err := reconcile.RunOnce(ctx, e.c, workflows.ReconcileInput{Grace: grace, BatchSize: 3})
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
-	return sum
+	return res.ReconcileSummary
 }
 
 // check asserts I1–I4 for the SKUs (quiet: no order in flight) and returns the report.

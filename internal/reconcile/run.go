@@ -19,8 +19,9 @@ import (
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
-// RunOnce starts one ReconcileWorkflow now (beside the schedule) and waits for its summary.
-func RunOnce(ctx context.Context, c client.Client, in workflows.ReconcileInput) (string, activities.ReconcileSummary, error) {
+// RunOnce starts one ReconcileWorkflow now (beside the schedule) and waits for its result: the stock summary
+// and the money summary.
+func RunOnce(ctx context.Context, c client.Client, in workflows.ReconcileInput) (string, workflows.ReconcileResult, error) {
 	id := workflows.ReconcileOnceWorkflowID(time.Now())
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    id,
@@ -28,9 +29,9 @@ func RunOnce(ctx context.Context, c client.Client, in workflows.ReconcileInput) 
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}, workflows.ReconcileWorkflow, in)
 	if err != nil {
-		return id, activities.ReconcileSummary{}, fmt.Errorf("start reconciliation: %w", err)
+		return id, workflows.ReconcileResult{}, fmt.Errorf("start reconciliation: %w", err)
 	}
-	var sum activities.ReconcileSummary
+	var sum workflows.ReconcileResult
 	if err := run.Get(ctx, &sum); err != nil {
 		return id, sum, fmt.Errorf("reconciliation %s: %w", id, err)
 	}
