@@ -333,30 +333,14 @@ func (s *Store) RecordPayment(ctx context.Context, p PaymentRecord) (rec Payment
 
 // Payment reads one payment event; ErrNotFound when unknown.
 func (s *Store) Payment(ctx context.Context, eventID string) (PaymentRecord, error) {
-	var rows []struct {
-		EventID     string
-		OrderID     string
-		AmountCents int64
-		Currency    string
-		Result      string
-		Detail      *string
-		RefundedAt  *time.Time
-		CreatedAt   time.Time
-	}
-	if err := s.db.WithContext(ctx).Raw(`SELECT event_id, order_id, amount_cents, currency, result, detail, refunded_at, created_at
-		FROM payments WHERE event_id = ?`, eventID).Scan(&rows).Error; err != nil {
-		return PaymentRecord{}, fmt.Errorf("payment %s: %w", eventID, err)
+	rows, err := s.paymentEntries(ctx, "payment "+eventID, "event_id = ?", eventID)
+	if err != nil {
+		return PaymentRecord{}, err
 	}
 	if len(rows) == 0 {
 		return PaymentRecord{}, fmt.Errorf("payment %s: %w", eventID, ErrNotFound)
 	}
-	r := rows[0]
-	rec := PaymentRecord{EventID: r.EventID, OrderID: r.OrderID, AmountCents: r.AmountCents, Currency: r.Currency,
-		Result: ordersaga.PaymentResult(r.Result), RefundedAt: utcPtr(r.RefundedAt), CreatedAt: r.CreatedAt.UTC()}
-	if r.Detail != nil {
-		rec.Detail = *r.Detail
-	}
-	return rec, nil
+	return rows[0].PaymentRecord, nil
 }
 
 // CloseGone closes an unpaid order whose workflow is gone and gives its stock back on both sides: the
