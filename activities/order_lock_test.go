@@ -200,3 +200,34 @@ func TestReconcilerLeaks_APaymentCommittingMeanwhileWins(t *testing.T) {
 		t.Errorf("redis avail %d, %v; want 7 (3 paid)", avail, err)
 	}
 }
+
+// An open order closed by its record while its deduct still stands (its first life died awaiting payment; a
+// later life of its ID failed its reserve, so it had nothing to restore, and records the order closed): the
+// close gives the deduct back in the same transaction. Found by the spin model (models/).
+func TestCloseOrder_GivesBackADeductThatStillStands(t *testing.T) {
+	t.Parallel()
+	store := openStoreWith(t, item{"A", 10, 100})
+	ctx := t.Context()
+	if _, err := store.Deduct(ctx, deductIn("o1", line("A", 3))); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.CloseOrder(ctx, activities.OrderRecord{OrderID: "o1", Status: ordersaga.StatusRejected,
+		ClosedReason: "reservation failed: Compensated", Lines: []ordersaga.Line{line("A", 3)}})
+	if err != nil || rec.Status != ordersaga.StatusRejected {
+		t.Fatalf("CloseOrder = %s, %v; want REJECTED", rec.Status, err)
+	}
+	checkStock(t, store, map[string]int64{"A": 10})
+	checkLedger(t, store, "o1", ledgerRow{"o1", "A", activities.OpDeduct, 3}, ledgerRow{"o1", "A", activities.OpRestore, 3})
+	// After a compensation the close's restore is a duplicate: nothing moves twice.
+	if _, err := store.Deduct(ctx, deductIn("o2", line("A", 2))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Restore(ctx, "o2", []ordersaga.Line{line("A", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CloseOrder(ctx, activities.OrderRecord{OrderID: "o2", Status: ordersaga.StatusExpired}); err != nil {
+		t.Fatal(err)
+	}
+	checkStock(t, store, map[string]int64{"A": 10})
+	checkI4(t, store)
+}

@@ -149,15 +149,18 @@ func hasRestore(tx *gorm.DB, orderID string) (bool, error) {
 	return n > 0, nil
 }
 
-// CloseOrder moves an open order to a final status (EXPIRED, CANCELLED, REJECTED). An order that never
-// reached the database (rejected before its deduct) is recorded with the given lines. A final status is
-// never changed, so a stale retry cannot undo a later transition: the record as it now stands is returned,
-// and the caller compares its status with the one it asked for (a PAID order stays PAID).
+// CloseOrder moves an open order to a final status (EXPIRED, CANCELLED, REJECTED), and gives back a deduct
+// of it that still stands, in the same transaction: an unpaid order never closes with its units out of
+// stock (after the workflow's own compensation those restores are duplicates; a later life of the order ID
+// whose reserve failed closes its dead first life's deduct here). An order that never reached the database
+// (rejected before its deduct) is recorded with the given lines. A final status is never changed, so a stale
+// retry cannot undo a later transition: the record as it now stands is returned, and the caller compares its
+// status with the one it asked for (a PAID order stays PAID).
 func (s *Store) CloseOrder(ctx context.Context, r OrderRecord) (OrderRecord, error) {
 	if !r.Status.Final() || r.Status == ordersaga.StatusPaid {
 		return OrderRecord{}, fmt.Errorf("close order %s: status %q is not a closing status", r.OrderID, r.Status)
 	}
-	err := s.inTx(ctx, func(tx *gorm.DB) error {
+	err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
 		_, err := s.closeTx(tx, r)
 		return err
 	})
@@ -167,64 +170,59 @@ func (s *Store) CloseOrder(ctx context.Context, r OrderRecord) (OrderRecord, err
 	return s.Order(ctx, r.OrderID)
 }
 
-// closeTx is CloseOrder inside the caller's transaction; won reports whether this call closed the order.
-func (s *Store) closeTx(tx *gorm.DB, r OrderRecord) (won bool, err error) {
+// closeTx is CloseOrder inside the caller's transaction, under the order's row lock; it returns what the
+// restore of a closed order's standing deduct did (nil when this call did not close the order).
+func (s *Store) closeTx(tx *gorm.DB, r OrderRecord) ([]RestoreLine, error) {
 	now := s.now()
 	st, found, err := s.lockOrder(tx, r.OrderID)
 	switch {
 	case err != nil:
-		return false, err
+		return nil, err
 	case !found:
 		if err := insertOrder(tx, r, now); err != nil {
 			if isDuplicate(err) {
-				return false, errRunAgain // a concurrent first record: decide again under its lock
+				return nil, errRunAgain // a concurrent first record: decide again under its lock
 			}
-			return false, err
+			return nil, err
 		}
-		return true, nil
+		return nil, nil
 	case st.Status.Final():
-		return false, nil
+		return nil, nil
 	}
 	if err := tx.Exec("UPDATE orders SET status = ?, closed_reason = ?, updated_at = ? WHERE order_id = ?",
 		string(r.Status), nullable(clip(r.ClosedReason, closedReasonChars)), now, r.OrderID).Error; err != nil {
-		return false, err
+		return nil, err
 	}
-	return true, nil
+	var lines []ordersaga.Line
+	if err := tx.Raw("SELECT sku, qty FROM order_lines WHERE order_id = ? ORDER BY sku", r.OrderID).Scan(&lines).Error; err != nil {
+		return nil, fmt.Errorf("lines: %w", err)
+	}
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	return s.restoreTx(tx, r.OrderID, lines)
 }
 
 // CloseUnpaid closes an order whose workflow is gone (reconciliation's leaked-order repair, a cancel of an
 // order Temporal no longer knows) and gives back its stock, in one transaction under the order's row lock:
-// the close comes first and the restore runs only when the order is not PAID, so a payment that commits
-// meanwhile either wins (the order stays PAID, nothing restored) or is refused (MarkPaid sees the RESTORE).
-// The order must exist; ErrNotFound otherwise. It returns the order as it now stands and what the restore
-// did (nil when the order is PAID). The Redis release is the caller's, after this.
+// the close comes first and the restore runs only when this call closed the order, so a payment that
+// commits meanwhile either wins (the order stays PAID, nothing restored) or is refused (MarkPaid sees the
+// RESTORE). The order must exist; ErrNotFound otherwise. It returns the order as it now stands and what the
+// restore did (nil when the order was already final). The Redis release is the caller's, after this.
 func (s *Store) CloseUnpaid(ctx context.Context, orderID string, status ordersaga.Status, reason string) (OrderRecord, []RestoreLine, error) {
 	if status != ordersaga.StatusExpired && status != ordersaga.StatusCancelled {
 		return OrderRecord{}, nil, fmt.Errorf("close unpaid %s: status %q is not EXPIRED or CANCELLED", orderID, status)
 	}
 	var restored []RestoreLine
 	err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
-		restored = nil
-		st, found, err := s.lockOrder(tx, orderID)
+		_, found, err := s.lockOrder(tx, orderID)
 		switch {
 		case err != nil:
 			return err
 		case !found:
 			return ErrNotFound
-		case st.Status == ordersaga.StatusPaid:
-			return nil
 		}
-		if _, err := s.closeTx(tx, OrderRecord{OrderID: orderID, Status: status, ClosedReason: reason}); err != nil {
-			return err
-		}
-		var lines []ordersaga.Line
-		if err := tx.Raw("SELECT sku, qty FROM order_lines WHERE order_id = ? ORDER BY sku", orderID).Scan(&lines).Error; err != nil {
-			return fmt.Errorf("lines: %w", err)
-		}
-		if len(lines) == 0 {
-			return nil
-		}
-		restored, err = s.restoreTx(tx, orderID, lines)
+		restored, err = s.closeTx(tx, OrderRecord{OrderID: orderID, Status: status, ClosedReason: reason})
 		return err
 	})
 	if err != nil {

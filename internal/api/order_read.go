@@ -127,16 +127,15 @@ func (s *server) handleCancelOrder() http.Handler {
 }
 
 // cancelGone cancels an order whose workflow is closed or gone from Temporal: the database has the final
-// word. An order it still holds open (or closed unpaid, in case an earlier close stopped before its Redis
-// release) is closed and its stock given back on both sides, the way reconciliation closes a leaked order;
-// a PAID or REJECTED order is answered as it stands.
+// word. An order it still holds open is closed and its stock given back on both sides, the way
+// reconciliation closes a leaked order; a final order is answered as it stands (its release, if one was
+// lost, is not sent again: reconciliation has since counted those units in Redis's counter).
 func (s *server) cancelGone(ctx context.Context, id string) (ordersaga.Order, error) {
 	rec, err := s.Store.Order(ctx, id)
 	if err != nil {
 		return ordersaga.Order{}, err
 	}
-	switch rec.Status {
-	case ordersaga.StatusPaid, ordersaga.StatusRejected:
+	if rec.Status.Final() {
 		return rec.View(), nil
 	}
 	rec, _, err = activities.CloseGone(ctx, s.Store, s.Redis, id, ordersaga.StatusCancelled,
