@@ -1,0 +1,597 @@
+/*
+ * reservation.pml: a Promela model of ordersaga's reservation protocol, for spin (docs/design.md, issue 11).
+ *
+ * One SKU with INIT units; N orders of one line each (qty q[o], 1 by default); one reconciler. Every Lua
+ * script and every database transaction is one indivisible step (d_step), as Redis and the order's row lock
+ * make them. Everything the code does in several round trips (reconciliation's snapshot, its database read
+ * and its compare-and-set script; the cold load on a reserve's path) is several steps here too.
+ *
+ * Faults: every step may also be left in flight by a timeout and land later or never (the Net process
+ * delivers it at any moment, before or after the workflow's own retry, before or after the compensation);
+ * the forward steps may time out for good; a workflow may die at any point (terminated: reconciliation then
+ * finishes its order); Redis may restart once and lose all its data (cold load from the database); with
+ * -DSECOND_LIFE order 0's ID lives a second time once its first workflow is over (Temporal forgot it).
+ *
+ * Broken variants (each must fail; see models/README.md): -DBUG_STOCK_FIRST, -DBUG_NO_MARKER_CHECK,
+ * -DBUG_NO_TOMBSTONE, -DBUG_RESTORE_NO_TOMBSTONE, -DBUG_RESTORE_PAID, -DBUG_RELEASE_FIRST.
+ */
+
+#ifndef N
+#define N 2            /* orders */
+#endif
+#ifndef INIT
+#define INIT 1         /* units of the SKU loaded into the database and Redis */
+#endif
+#ifndef RECON
+#define RECON 0        /* actions the reconciler may take while orders run (it always makes a final pass) */
+#endif
+#ifndef RESTARTS
+#define RESTARTS 0     /* Redis restarts that lose the data */
+#endif
+
+/* Redis markers inv:{SKU}:o:{ORDER}: none, H:<qty>, C:<qty>, R:<qty>, T */
+mtype = { NONE, H, C, R, T };
+/* orders.status: no row, AWAITING_PAYMENT, PAID, closed (EXPIRED, CANCELLED, REJECTED) */
+mtype = { SNONE, AWAIT, PAID, CLOSED };
+/* RESTORE ledger row: none, qty 0 (tombstone), qty = the DEDUCT's */
+mtype = { RNONE, RTOMB, RQTY };
+
+/* answers */
+#define OK          1
+#define DUP         2
+#define SOLDOUT     3
+#define NOTLOADED   4
+#define REFUSED     5
+#define TIMEOUT     6
+#define TOMBSTONE   7
+#define KEPT        8
+/* repair_avail.lua codes and modes, repair_hold.lua actions */
+#define C_INLINE    1
+#define C_ALREADY   2
+#define C_LOADED    3
+#define C_RACED     4
+#define C_REPAIRED  5
+#define M_REPAIR    1
+#define M_LOAD      2
+#define A_DROP      1
+#define A_READD     2
+#define A_RELEASE   3
+#define A_CONFIRM   4
+
+/* ---- Redis (lost by a restart) ---- */
+bool  loaded = true;     /* inv:{SKU}:avail exists */
+short avail = INIT;      /* inv:{SKU}:avail */
+byte  hold[N];           /* inv:{SKU}:holds: order -> units (0 = no field) */
+mtype mk[N];             /* inv:{SKU}:o:{ORDER} */
+byte  ver;               /* inv:{SKU}:ver (0 = missing) */
+
+/* ---- database ---- */
+short stock = INIT;      /* inventory.stock */
+bool  ded[N];            /* stock_ledger DEDUCT row */
+byte  ded_id[N];         /* its auto-increment id (reconciliation's watermark) */
+mtype rst[N];            /* stock_ledger RESTORE row */
+byte  rst_id[N];
+byte  lid;               /* the last ledger id handed out */
+mtype st[N];             /* orders.status */
+byte  paid_ev[N];        /* orders.payment_event_id (the life that paid) */
+
+/* ---- the world ---- */
+byte q[N];               /* each order's qty */
+bool gone[N];            /* the order's workflow is closed or unknown (what the reconciler's probe says) */
+bool p_reserve[N], p_deduct[N], p_confirm[N], p_restore[N];   /* an attempt in flight */
+byte p_release[N];       /* 0 none, 1 release, 2 release in 'sold' mode */
+byte p_paid[N];          /* 0 none, else the event (life) of a MarkPaid in flight */
+byte orders_left;        /* workflows not finished */
+byte busy;               /* Net, Reconciler, Chaos processes still running */
+bool quiet;              /* no workflow left: strays stop (land now or never) */
+bool done;               /* the final reconciliation pass ran */
+
+/* ---- ghosts (for the properties only) ---- */
+byte n_take[N], n_give[N];   /* times db.stock was taken for / given back to the order */
+bool lost;                   /* Redis lost its data at least once */
+bool helped;                 /* a workflow died, Redis restarted or the reconciler wrote something */
+
+/* (arithmetic on booleans, not "c -> a : b", so that the macros can stand in LTL formulas) */
+#define STANDING(o)   (ded[o] && rst[o] != RQTY)
+#define OWES(o)       (hold[o] * (1 - STANDING(o)))
+#define NET(o)        ((ded[o] - (rst[o] == RQTY)) * q[o])
+#define OPEN_UNITS(o) (((st[o] == AWAIT) + (st[o] == PAID)) * NET(o))
+#define PAID_UNITS(o) ((st[o] == PAID) * q[o])
+#define ONCE(o)       (n_take[o] <= 1 && n_give[o] <= 1 && n_give[o] <= n_take[o])
+#define NOPAIDRST(o)  (st[o] != PAID || rst[o] == RNONE)
+#define NOHOLD(o)     (hold[o] == 0)
+#define SOLDKEPT(o)   ((st[o] == PAID) == STANDING(o))
+#define SELFHOLD(o)   (hold[o] == 0 || STANDING(o))
+#if N == 2
+#define SUM(F) (F(0) + F(1))
+#define ALL(F) (F(0) && F(1))
+#elif N == 3
+#define SUM(F) (F(0) + F(1) + F(2))
+#define ALL(F) (F(0) && F(1) && F(2))
+#else
+#error "N must be 2 or 3"
+#endif
+
+/* I1/I2: the database never below 0, never more sold than loaded, the ledger accounts for every unit */
+#define DB_OK   (stock >= 0 && stock <= INIT && INIT - stock == SUM(NET) && SUM(OPEN_UNITS) <= INIT)
+/* I3: Redis never promises more than the database holds once holds are counted (not across a data loss:
+ * the cold load cannot see holds that were lost, activities/reconcile_fallback.go coldLoad) */
+#define I3_OK   (lost || !loaded || avail + SUM(OWES) <= stock)
+/* I4: each order takes db.stock at most once and gives it back at most once (and only what it took) */
+#define ONCE_OK ALL(ONCE)
+/* a PAID order is never restored, and an order is never paid once restored */
+#define PAID_OK ALL(NOPAIDRST)
+#define SAFE    (DB_OK && I3_OK && ONCE_OK && PAID_OK)
+/* quiet, after the final reconciliation: every unit sold (PAID) or back on both sides, no hold left */
+#define SETTLED (loaded && avail == stock && ALL(NOHOLD) && ALL(SOLDKEPT) && stock + SUM(PAID_UNITS) == INIT)
+/* quiet, nobody helped (no death, no restart, no reconciler write): the protocol alone is back in line */
+#define SELF_OK (loaded && avail == stock && ALL(SELFHOLD) && ALL(SOLDKEPT))
+
+/* =========================== Redis scripts (activities/lua) =========================== */
+
+/* activities/lua/reserve.lua (RedisStock.Reserve, activities/redis.go) */
+inline reserve_lua(o, res) {
+#ifdef BUG_STOCK_FIRST
+  /* broken: the stock is checked before the marker */
+  if
+  :: loaded && avail < q[o] -> res = SOLDOUT
+  :: else -> skip
+  fi;
+  if
+  :: res == SOLDOUT -> skip
+  ::
+#else
+  if
+  :: true ->
+#endif
+#ifndef BUG_NO_MARKER_CHECK
+  if
+  :: mk[o] == H || mk[o] == C -> res = DUP
+  :: mk[o] == R || mk[o] == T -> res = REFUSED
+  :: else ->
+#else
+  if
+  :: true ->
+#endif
+     if
+     :: !loaded -> res = NOTLOADED
+     :: loaded && avail < q[o] -> res = SOLDOUT
+     :: else -> avail = avail - q[o]; hold[o] = q[o]; mk[o] = H; ver++; res = OK
+     fi
+  fi
+  fi;
+  /* design.md, duplicate: answers as the first did (a reserve that landed is never told "sold out") */
+  assert(res != SOLDOUT || (mk[o] != H && mk[o] != C))
+}
+
+/* activities/lua/confirm.lua (RedisStock.Confirm via Activities.ConfirmLines) */
+inline confirm_lua(o) {
+  if
+  :: mk[o] == H -> hold[o] = 0; mk[o] = C; ver++
+  :: else -> skip    /* 2 duplicate, 5 refused, 6 no hold */
+  fi
+}
+
+/* activities/lua/release.lua (RedisStock.Release / ReleaseUnsold via Activities.ReleaseLine); sold = 'sold' mode */
+inline release_lua(o, sold, res) {
+  if
+#ifdef BUG_NO_TOMBSTONE
+  :: mk[o] == NONE -> res = TOMBSTONE                /* broken: no tombstone written */
+#else
+  :: mk[o] == NONE -> mk[o] = T; res = TOMBSTONE     /* SET T EX ttl, no INCR of ver */
+#endif
+  :: mk[o] == R || mk[o] == T -> res = DUP
+  :: mk[o] == C && sold -> res = KEPT
+  :: else ->
+     if
+     :: loaded -> avail = avail + q[o]
+     :: else -> skip                                 /* the SKU is reloaded from the database instead */
+     fi;
+     hold[o] = 0; mk[o] = R; ver++; res = OK
+  fi
+}
+
+/* activities/lua/repair_hold.lua (RedisStock.repairHold, activities/reconcile_redis.go) */
+inline repair_hold_lua(o, action, mseen, hseen, rdone) {
+  if
+  :: mk[o] != mseen || hold[o] != hseen -> rdone = false
+  :: else ->
+     if
+     :: action == A_DROP ->
+        if
+        :: hold[o] == 0 || mk[o] == H -> rdone = false
+        :: else -> hold[o] = 0; ver++; rdone = true
+        fi
+     :: action != A_DROP && mk[o] != H -> rdone = false
+     :: action == A_READD && mk[o] == H ->
+        if
+        :: hold[o] != 0 -> rdone = false
+        :: else -> hold[o] = q[o]; ver++; rdone = true
+        fi
+     :: action == A_RELEASE && mk[o] == H -> hold[o] = 0; mk[o] = R; ver++; rdone = true
+     :: action == A_CONFIRM && mk[o] == H -> hold[o] = 0; mk[o] = C; ver++; rdone = true
+     fi
+  fi;
+  if :: rdone -> helped = true :: else -> skip fi
+}
+
+/* activities/lua/repair_avail.lua, modes 'repair' and 'load' ('set' is the admin stock change: not modelled) */
+inline repair_avail_lua(mode, code) {
+  owed = 0;
+  for (i : 0 .. N-1) {
+    if :: hold[i] > 0 && !(t_ded & (1 << i)) -> owed = owed + hold[i] :: else -> skip fi;
+    if :: (t_pend & (1 << i)) && mk[i] == C -> owed = owed + q[i] :: else -> skip fi
+  }
+  target = t_stock - owed;
+  if
+  :: !loaded && ver != s_ver -> code = C_RACED
+  :: !loaded && ver == s_ver -> loaded = true; avail = target; ver++; code = C_LOADED
+  :: loaded && mode == M_LOAD -> code = C_ALREADY
+  :: loaded && mode != M_LOAD && avail == target -> code = C_INLINE
+  :: loaded && mode != M_LOAD && avail != target && (!s_loaded || s_avail != avail || ver != s_ver) -> code = C_RACED
+  :: loaded && mode != M_LOAD && avail != target && s_loaded && s_avail == avail && ver == s_ver ->
+     avail = target; ver++; code = C_REPAIRED
+  fi;
+  if :: code == C_LOADED || code == C_REPAIRED -> helped = true :: else -> skip fi;
+  assert(!loaded || avail >= 0)
+}
+
+/* ========================= database transactions (activities/*.go) ========================= */
+
+/* activities/stock.go Store.Deduct: deductTx, and deductAgain when the DEDUCT row exists */
+inline deduct_tx(o, res) {
+  if
+  :: ded[o] ->                                        /* duplicate key: deductAgain under the order's lock */
+     if
+     :: st[o] == AWAIT && rst[o] == RNONE -> res = DUP   /* AlreadyDone */
+     :: else -> res = REFUSED                            /* Compensated */
+     fi
+#ifndef BUG_DEDUCT_IGNORES_RESTORE
+  :: !ded[o] && rst[o] != RNONE -> res = REFUSED         /* a RESTORE exists: the hanging deduct is refused */
+#endif
+  :: else ->
+     if
+     :: st[o] != SNONE -> res = REFUSED                  /* the order was recorded (closed) before: refused */
+     :: st[o] == SNONE && stock < q[o] -> res = SOLDOUT  /* 0 rows updated: the transaction rolls back */
+     :: else ->
+        lid++; ded[o] = true; ded_id[o] = lid; st[o] = AWAIT;
+        stock = stock - q[o]; n_take[o]++; res = OK
+     fi
+  fi
+}
+
+/* activities/stock.go Store.Restore / restoreTx: a PAID order gives nothing back (Sold) */
+inline restore_tx(o, sold) {
+  sold = false;
+  if
+#ifndef BUG_RESTORE_PAID
+  :: st[o] == PAID -> sold = true
+#endif
+  :: rst[o] != RNONE -> skip                              /* duplicate */
+  :: else ->
+     lid++; rst_id[o] = lid;
+     if
+     :: ded[o] -> rst[o] = RQTY; stock = stock + q[o]; n_give[o]++
+#ifdef BUG_RESTORE_NO_TOMBSTONE
+     :: else -> lid--; rst_id[o] = 0                      /* broken: nothing deducted, no row written */
+#else
+     :: else -> rst[o] = RTOMB                            /* the tombstone that refuses a late deduct */
+#endif
+     fi
+  fi
+}
+
+/* activities/orders.go Store.MarkPaid (event ev) */
+inline mark_paid_tx(o, ev, res) {
+  if
+  :: st[o] == PAID && paid_ev[o] == ev -> res = OK        /* the same event again: no-op */
+  :: st[o] == PAID && paid_ev[o] != ev -> res = REFUSED
+  :: st[o] == SNONE || st[o] == CLOSED -> res = REFUSED
+  :: st[o] == AWAIT && rst[o] != RNONE -> res = REFUSED   /* its stock was restored */
+  :: st[o] == AWAIT && rst[o] == RNONE -> st[o] = PAID; paid_ev[o] = ev; res = OK
+  fi
+}
+
+/* activities/orders.go Store.CloseOrder / closeTx (the workflow's record) */
+inline close_order_tx(o) {
+  if
+  :: st[o] == SNONE || st[o] == AWAIT -> st[o] = CLOSED   /* recorded with its lines, or closed */
+  :: else -> skip                                         /* final: never changed (PAID stays PAID) */
+  fi
+}
+
+/* activities/orders.go Store.CloseUnpaid: close, then restore, in one transaction (found: the order has a row) */
+inline close_unpaid_tx(o, restored) {
+  restored = false;
+  if
+  :: st[o] == SNONE || st[o] == PAID -> skip              /* ErrNotFound / nothing given back */
+  :: else ->
+     if :: st[o] == AWAIT -> st[o] = CLOSED :: else -> skip fi;
+     restore_tx(o, sold); restored = true                 /* every line is in the answer (dup, tombstone too) */
+  fi
+}
+
+/* ============================ the order's workflow ============================ */
+
+/* a step whose attempt may time out while in flight: it lands later (Net) or never */
+#define STRAY(flag) if :: flag[o] = true :: skip fi
+
+/* activities/reconcile.go measureAndRepair (mode repair: Reconciler.fixAvail; mode load: coldLoad/loadAvail) */
+inline measure_and_repair(mode, code) {
+  wm = lid;                                               /* 1. store.maxLedgerID */
+  d_step {                                                /* 2. RedisStock.snapshot (one MULTI) */
+    s_loaded = loaded; s_avail = avail; s_ver = ver; s_holds = 0;
+    for (i : 0 .. N-1) { if :: hold[i] > 0 -> s_holds = s_holds | (1 << i) :: else -> skip fi }
+  }
+  d_step {                                                /* 3. store.readSKUTruth (skuTruthIn) */
+    t_stock = stock; t_ded = 0; t_pend = 0;
+    for (i : 0 .. N-1) {
+      net = 0;
+      if :: ded[i] && ((s_holds & (1 << i)) || ded_id[i] > wm) -> net = net + q[i] :: else -> skip fi;
+      if :: rst[i] == RQTY && ((s_holds & (1 << i)) || rst_id[i] > wm) -> net = net - q[i] :: else -> skip fi;
+      if :: net > 0 -> t_ded = t_ded | (1 << i) :: else -> skip fi;
+      if :: rst[i] == RQTY && (rst_id[i] > wm || st[i] == AWAIT) -> t_pend = t_pend | (1 << i) :: else -> skip fi
+    }
+  }
+  d_step { repair_avail_lua(mode, code) };                /* 4. repair_avail.lua, compare-and-set */
+  d_step { wm = 0; s_loaded = 0; s_avail = 0; s_ver = 0; s_holds = 0; t_stock = 0; t_ded = 0; t_pend = 0;
+           owed = 0; target = 0; net = 0; code = 0 }
+}
+
+#define MR_LOCALS byte wm, s_ver, s_holds, t_ded, t_pend, code, i; bool s_loaded; short s_avail, t_stock, owed, target, net
+
+#ifdef GONE
+#define DIE if :: goto died :: skip fi
+#else
+#define DIE skip
+#endif
+
+/* workflows/order.go OrderWorkflow (run, reserve, deduct, confirm, awaitPayment, compensate, record) */
+proctype Order(byte o; byte life) {
+  byte res; bool sold, rsv_started, ded_started;
+  MR_LOCALS;
+
+  /* reserve: Activities.ReserveLine (activities/activities.go), a local activity with a deadline */
+  rsv_started = true;
+  STRAY(p_reserve);
+  if
+  :: d_step { reserve_lua(o, res) };
+     if
+     :: res == NOTLOADED ->                               /* ReserveLine: coldLoad, then reserve again */
+        if
+        :: loaded -> skip                                 /* coldLoad: RedisStock.Available says loaded */
+        :: else -> measure_and_repair(M_LOAD, code)       /* loadAvail */
+        fi;
+        d_step { reserve_lua(o, res) }
+     :: else -> skip
+     fi
+  :: res = TIMEOUT                                        /* every attempt timed out */
+  fi;
+  if
+  :: res == OK || res == DUP -> res = 0
+  :: else -> res = 0; goto compensate                     /* reject */
+  fi;
+  DIE;
+
+  /* deduct: Activities.DeductOrder -> Store.Deduct, a local activity with a deadline */
+  ded_started = true;
+  STRAY(p_deduct);
+  if
+  :: d_step { deduct_tx(o, res) }
+  :: res = TIMEOUT
+  fi;
+  if
+  :: res == OK || res == DUP -> res = 0
+  :: else -> res = 0; goto compensate                     /* reject */
+  fi;
+  DIE;
+
+  /* confirm: Activities.ConfirmLines; failing is harmless (reconciliation drops the hold) */
+  if
+  :: d_step { confirm_lua(o) }
+  :: p_confirm[o] = true                                  /* timed out, lands later or never */
+  fi;
+
+  /* awaitPayment: a payment, or the deadline / a cancel, or the workflow is terminated */
+  if
+  :: if :: p_paid[o] = life :: skip fi;                  /* MarkPaid retries until it answers */
+     d_step { mark_paid_tx(o, life, res) };
+     if
+     :: res == OK -> res = 0; goto finished
+     :: else -> res = 0                                   /* refused: refunded, keep waiting: the deadline */
+     fi
+  :: skip                                                 /* the deadline (or a cancel) */
+#ifdef GONE
+  :: goto died
+#endif
+  fi;
+
+compensate:
+  /* compensate: restore the database first (RestoreOrder, retried until it answers) */
+#ifndef BUG_RELEASE_FIRST
+  if
+  :: ded_started ->
+     STRAY(p_restore);
+     d_step { restore_tx(o, sold) }
+  :: else -> sold = false
+  fi;
+  DIE;
+#endif
+  /* then release Redis (ReleaseLine, 'sold' mode when the database kept the units sold) */
+  if
+  :: rsv_started ->
+     if :: sold -> p_release[o] = 2 :: !sold -> p_release[o] = 1 :: skip fi;
+     d_step { release_lua(o, sold, res); res = 0; sold = false }
+  :: else -> skip
+  fi;
+#ifdef BUG_RELEASE_FIRST
+  if
+  :: ded_started ->
+     STRAY(p_restore);
+     d_step { restore_tx(o, sold) }
+  :: else -> skip
+  fi;
+#endif
+  /* record: CloseOrder (the database's status wins) */
+  d_step { close_order_tx(o) };
+  goto finished;
+
+died:
+  helped = true;
+finished:
+  skip;
+#ifdef SECOND_LIFE
+  if
+  /* the order ID lives again (Temporal forgot it): days later, so reconciliation has closed the first life
+   * by then if it was left open (-DSECOND_LIFE_EARLY drops that assumption: see models/README.md) */
+#ifdef SECOND_LIFE_EARLY
+  :: o == 0 && life == 1 -> atomic { run Order(o, 2) }
+#else
+  :: o == 0 && life == 1 && st[o] != AWAIT -> atomic { run Order(o, 2) }
+#endif
+  :: else -> atomic { gone[o] = true; orders_left-- }
+  fi
+#else
+  atomic { gone[o] = true; orders_left-- }
+#endif
+}
+
+/* attempts left in flight by a timeout: each lands at any later moment, or never */
+proctype Net(byte o) {
+  byte res; bool sold;
+  do
+  :: d_step { p_reserve[o] -> p_reserve[o] = false; reserve_lua(o, res); res = 0 }
+  :: d_step { p_deduct[o] -> p_deduct[o] = false; deduct_tx(o, res); res = 0 }
+  :: d_step { p_confirm[o] -> p_confirm[o] = false; confirm_lua(o) }
+  :: d_step { p_restore[o] -> p_restore[o] = false; restore_tx(o, sold); sold = false }
+  :: d_step { p_release[o] > 0 -> sold = (p_release[o] == 2); p_release[o] = 0; release_lua(o, sold, res); res = 0; sold = false }
+  :: d_step { p_paid[o] > 0 -> mark_paid_tx(o, p_paid[o], res); p_paid[o] = 0; res = 0 }
+  :: quiet -> break
+  od;
+  busy--
+}
+
+/* ============================== reconciliation ============================== */
+
+#define FH_LOCALS mtype m_seen, f_st; byte h_seen, action; bool live, rdone, f_ded, f_rst, restored, rsold; byte rres
+
+/* activities/reconcile.go Reconciler.fixHolds, for one order's hold and marker of the SKU (every hold is
+ * taken as older than the grace period) */
+inline fix_hold(o) {
+  d_step { m_seen = mk[o]; h_seen = hold[o] };            /* RedisStock.markers (SCAN + GET) and HGETALL */
+  live = false;
+  if
+  :: h_seen > 0 && m_seen != H -> d_step { repair_hold_lua(o, A_DROP, m_seen, h_seen, rdone) }   /* stray hold */
+  :: h_seen == 0 && m_seen == H -> d_step { repair_hold_lua(o, A_READD, m_seen, 0, rdone); live = rdone }
+  :: h_seen > 0 && m_seen == H -> live = true
+  :: else -> skip
+  fi;
+  if
+  :: live ->
+     d_step { f_st = st[o]; f_ded = ded[o]; f_rst = (rst[o] != RNONE) };   /* Store.orderFacts */
+     if
+     :: f_ded && !f_rst -> action = A_CONFIRM                              /* standing deduct */
+     :: !(f_ded && !f_rst) && (f_st == PAID || f_st == CLOSED) -> action = A_RELEASE
+     :: !(f_ded && !f_rst) && f_st == SNONE && gone[o] -> action = A_RELEASE  /* OrderProbe: gone */
+     :: else -> action = 0                                                 /* left alone */
+     fi;
+     if
+     :: action != 0 -> d_step { repair_hold_lua(o, action, H, q[o], rdone) }
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi;
+  d_step { m_seen = 0; h_seen = 0; live = false; rdone = false; f_st = 0; f_ded = false; f_rst = false; action = 0 }
+}
+
+/* activities/reconcile.go Reconciler.Leaks -> closeLeaked -> CloseGone (activities/orders.go):
+ * an open order whose workflow is gone: CloseUnpaid (close + restore, one transaction), then the Redis
+ * release of every line it answered; the release may fail, and the next run does not see the order again */
+inline leak(o) {
+  if
+  :: st[o] == AWAIT && gone[o] ->                         /* openOrdersBefore, OrderProbe */
+     d_step { close_unpaid_tx(o, restored); helped = true };
+     if
+     :: restored -> 
+        if
+        :: d_step { release_lua(o, false, rres) }
+        :: skip                                           /* the release failed: CloseGone returns the error */
+        fi
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi;
+  d_step { restored = false; rres = 0; sold = false }
+}
+
+proctype Reconciler() {
+  byte budget = RECON, o;
+  bool sold;
+  MR_LOCALS;
+  FH_LOCALS;
+  do
+  :: budget > 0 && !quiet ->
+     budget--;
+     select(o : 0 .. N-1);
+     if
+     :: fix_hold(o)                                       /* fixHolds */
+     :: measure_and_repair(M_REPAIR, code)                /* fixAvail (one compare-and-set attempt) */
+     :: leak(o)                                           /* Leaks */
+     fi;
+     o = 0
+  :: quiet || budget == 0 -> break
+  od;
+  busy--
+}
+
+/* a Redis restart without its data (no AOF, or a failover to an empty replica) */
+proctype Chaos() {
+  byte n = RESTARTS, i;
+  do
+  :: n > 0 && !quiet ->
+     n--;
+     d_step {
+       loaded = false; avail = 0; ver = 0;
+       for (i : 0 .. N-1) { hold[i] = 0; mk[i] = NONE }
+       i = 0; lost = true; helped = true
+     }
+  :: quiet -> break
+  od;
+  busy--
+}
+
+/* the invariants, checked in every state */
+active proctype Monitor() {
+end: atomic { !SAFE -> assert(DB_OK); assert(I3_OK); assert(ONCE_OK); assert(PAID_OK) }
+}
+
+init {
+  byte o;
+  bool sold;
+  MR_LOCALS;
+  FH_LOCALS;
+  atomic {
+    for (o : 0 .. N-1) { q[o] = 1; mk[o] = NONE; st[o] = SNONE; rst[o] = RNONE }
+    orders_left = N; busy = N + 2;
+    for (o : 0 .. N-1) { run Order(o, 1); run Net(o) }
+    run Reconciler(); run Chaos();
+    o = 0
+  }
+  (orders_left == 0);
+  quiet = true;
+  (busy == 0);
+  /* every workflow has ended and no step is in flight any more: when nobody helped, the protocol alone is
+   * back in line (design.md I3 when quiet; a hold of a deducted order whose confirm was lost may remain) */
+  assert(helped || SELF_OK);
+  /* the final reconciliation: Leaks, then per SKU fixHolds and fixAvail */
+  for (o : 0 .. N-1) { leak(o) }
+  for (o : 0 .. N-1) { fix_hold(o) }
+  measure_and_repair(M_REPAIR, code);
+  done = true;
+  /* every unit is either sold (PAID) or back on both sides */
+  assert(SETTLED)
+}
+
+ltl safe    { [] SAFE }
+ltl settles { <> done }
+ltl settled { [] (done -> SETTLED) }
