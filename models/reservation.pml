@@ -292,22 +292,23 @@ inline mark_paid_tx(o, ev, res) {
   fi
 }
 
-/* activities/orders.go Store.CloseOrder / closeTx (the workflow's record) */
+/* activities/orders.go Store.CloseOrder / closeTx (the workflow's record): an open order is closed and a
+   deduct of it that still stands is given back in the same transaction (a duplicate after a compensation) */
 inline close_order_tx(o) {
   if
-  :: st[o] == SNONE || st[o] == AWAIT -> st[o] = CLOSED   /* recorded with its lines, or closed */
+  :: st[o] == SNONE -> st[o] = CLOSED                     /* recorded with its lines */
+  :: st[o] == AWAIT -> st[o] = CLOSED; restore_tx(o, sold)
   :: else -> skip                                         /* final: never changed (PAID stays PAID) */
   fi
 }
 
-/* activities/orders.go Store.CloseUnpaid: close, then restore, in one transaction (found: the order has a row) */
+/* activities/orders.go Store.CloseUnpaid: closeTx on an order that has a row; the restore runs only when
+   this call closed the order */
 inline close_unpaid_tx(o, restored) {
   restored = false;
   if
-  :: st[o] == SNONE || st[o] == PAID -> skip              /* ErrNotFound / nothing given back */
-  :: else ->
-     if :: st[o] == AWAIT -> st[o] = CLOSED :: else -> skip fi;
-     restore_tx(o, sold); restored = true                 /* every line is in the answer (dup, tombstone too) */
+  :: st[o] == AWAIT -> st[o] = CLOSED; restore_tx(o, sold); restored = true  /* every line answered */
+  :: else -> skip                                         /* ErrNotFound / PAID / already final */
   fi
 }
 
