@@ -190,8 +190,11 @@ func (s *Store) deductAgain(tx *gorm.DB, orderID string) error {
 	if err != nil {
 		return fmt.Errorf("deduct %s: %w", orderID, err)
 	}
-	if !found || st.Status != ordersaga.StatusAwaitingPayment {
-		return fmt.Errorf("deduct %s: the order is %s: %w", orderID, orFallback(string(st.Status), "not recorded"), ErrCompensated)
+	if !found {
+		return fmt.Errorf("deduct %s: the order is not recorded: %w", orderID, ErrCompensated)
+	}
+	if st.Status != ordersaga.StatusAwaitingPayment {
+		return fmt.Errorf("deduct %s: the order is %s: %w", orderID, st.Status, ErrCompensated)
 	}
 	restored, err := hasRestore(tx, orderID)
 	if err != nil {
@@ -201,13 +204,6 @@ func (s *Store) deductAgain(tx *gorm.DB, orderID string) error {
 		return fmt.Errorf("deduct %s: the order is restored: %w", orderID, ErrCompensated)
 	}
 	return errAlreadyDeducted
-}
-
-func orFallback(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
 }
 
 // Restore gives back what Deduct took, for every line in one transaction, once. A PAID order gives nothing

@@ -40,6 +40,39 @@ func (e *apiEnv) stock(sku string) int64 {
 	return inv.Stock
 }
 
+// paidOrder places an order of 3 units of sku (5 in stock) with key and pays it: the first life of an order
+// ID that is PAID.
+func (e *apiEnv) paidOrder(sku, key string) (ordersaga.Order, string) {
+	e.t.Helper()
+	e.Stock(e.t, sku, 5, 100)
+	body := orderBody("u-gone", ordersaga.Line{SKU: sku, Qty: 3})
+	r := e.place(key, body)
+	if r.status != http.StatusCreated {
+		e.t.Fatalf("place: %s", r)
+	}
+	o := r.order(e.t)
+	if a := e.payAnswer(e.pay(api.PaymentEvent{EventID: "evt-" + key, OrderID: o.OrderID, AmountCents: o.AmountCents,
+		Currency: testCurrency, Status: api.PaymentSucceeded}, time.Now(), testSecret)); a.Result != ordersaga.PaymentApplied {
+		e.t.Fatalf("payment = %s, want applied", a.Result)
+	}
+	return o, body
+}
+
+// checkStillSold checks that the 3 paid units of sku (5 in stock) are still sold, in the database and in
+// Redis, with no RESTORE row for the order.
+func (e *apiEnv) checkStillSold(sku, orderID string) {
+	e.t.Helper()
+	if got := e.stock(sku); got != 2 {
+		e.t.Errorf("db stock %d, want 2 (3 paid)", got)
+	}
+	if got := e.available(sku); got != 2 {
+		e.t.Errorf("redis avail %d, want 2 (3 paid)", got)
+	}
+	if n := e.countRows("stock_ledger", "order_id = ? AND op = ?", orderID, activities.OpRestore); n != 0 {
+		e.t.Errorf("%d RESTORE rows for a PAID order", n)
+	}
+}
+
 // The audit's oversell, end to end: a PAID order whose first answer was never kept (409 order-pending, or the
 // keep failed) and whose workflow Temporal has since forgotten. A retry of its key must be answered from the
 // database, never start a second life whose expiry would restore the paid units for the next buyer.
@@ -47,24 +80,14 @@ func TestPlaceOrder_APaidOrderTemporalForgotIsAnsweredFromTheDatabase(t *testing
 	t.Parallel()
 	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout = 2 * time.Second })
 	const sku = "GONE-PAID"
-	e.Stock(t, sku, 5, 100)
-	body := orderBody("u-gone", ordersaga.Line{SKU: sku, Qty: 3})
-	r := e.place("k-gone-paid", body)
-	if r.status != http.StatusCreated {
-		t.Fatalf("place: %s", r)
-	}
-	o := r.order(t)
-	if a := e.payAnswer(e.pay(api.PaymentEvent{EventID: "evt-gone-paid", OrderID: o.OrderID, AmountCents: o.AmountCents,
-		Currency: testCurrency, Status: api.PaymentSucceeded}, time.Now(), testSecret)); a.Result != ordersaga.PaymentApplied {
-		t.Fatalf("payment = %s, want applied", a.Result)
-	}
+	o, body := e.paidOrder(sku, "k-gone-paid")
 	// The first answer was never kept, and Temporal forgot the workflow.
 	if err := e.Store.DB().Exec("UPDATE idempotency_keys SET status_code = NULL, response_body = NULL WHERE order_id = ?", o.OrderID).Error; err != nil {
 		t.Fatal(err)
 	}
 	e = e.forgetful(func(d *api.Deps) { d.PaymentTimeout = 2 * time.Second })
 
-	r = e.place("k-gone-paid", body)
+	r := e.place("k-gone-paid", body)
 	if r.status != http.StatusCreated || r.order(t).Status != ordersaga.StatusPaid || r.order(t).OrderID != o.OrderID {
 		t.Fatalf("retry of a paid order's key: %s; want 201 with the PAID order %s", r, o.OrderID)
 	}
@@ -73,15 +96,7 @@ func TestPlaceOrder_APaidOrderTemporalForgotIsAnsweredFromTheDatabase(t *testing
 	}
 	// Past the deadline a second life would have had: the paid units are still sold, on both sides.
 	time.Sleep(3 * time.Second)
-	if got := e.stock(sku); got != 2 {
-		t.Errorf("db stock %d, want 2 (3 paid)", got)
-	}
-	if got := e.available(sku); got != 2 {
-		t.Errorf("redis avail %d, want 2 (3 paid)", got)
-	}
-	if n := e.countRows("stock_ledger", "order_id = ? AND op = ?", o.OrderID, activities.OpRestore); n != 0 {
-		t.Errorf("%d RESTORE rows for a PAID order", n)
-	}
+	e.checkStillSold(sku, o.OrderID)
 	// And the answer is kept now: the next retry replays it.
 	if r2 := e.place("k-gone-paid", body); r2.status != http.StatusCreated || r2.header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("second retry: %s %v; want the kept answer replayed", r2, r2.header)
@@ -94,14 +109,7 @@ func TestOrderWorkflow_SecondLifeOfAPaidOrderChangesNothing(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t)
 	const sku = "GONE-LIFE"
-	e.Stock(t, sku, 5, 100)
-	r := e.place("k-gone-life", orderBody("u-gone", ordersaga.Line{SKU: sku, Qty: 3}))
-	if r.status != http.StatusCreated {
-		t.Fatalf("place: %s", r)
-	}
-	o := r.order(t)
-	e.payAnswer(e.pay(api.PaymentEvent{EventID: "evt-gone-life", OrderID: o.OrderID, AmountCents: o.AmountCents,
-		Currency: testCurrency, Status: api.PaymentSucceeded}, time.Now(), testSecret))
+	o, _ := e.paidOrder(sku, "k-gone-life")
 	e = e.forgetful()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -121,15 +129,7 @@ func TestOrderWorkflow_SecondLifeOfAPaidOrderChangesNothing(t *testing.T) {
 	if second.Status != ordersaga.StatusPaid {
 		t.Errorf("the second life ended %s, want PAID (the database's word)", second.Status)
 	}
-	if got := e.stock(sku); got != 2 {
-		t.Errorf("db stock %d, want 2 (3 paid)", got)
-	}
-	if got := e.available(sku); got != 2 {
-		t.Errorf("redis avail %d, want 2 (3 paid)", got)
-	}
-	if n := e.countRows("stock_ledger", "order_id = ? AND op = ?", o.OrderID, activities.OpRestore); n != 0 {
-		t.Errorf("%d RESTORE rows for a PAID order", n)
-	}
+	e.checkStillSold(sku, o.OrderID)
 	rec, err := e.Store.Order(ctx, o.OrderID)
 	if err != nil || rec.Status != ordersaga.StatusPaid {
 		t.Errorf("order in the database: %s, %v; want PAID", rec.Status, err)

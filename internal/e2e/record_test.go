@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,15 +18,13 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
-	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -98,20 +95,11 @@ type recorder struct {
 
 func startRecorder(t *testing.T, dir string) *recorder {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv := temporaltest.NewServer(temporaltest.WithT(t),
-		temporaltest.WithBaseClientOptions(client.Options{Logger: tlog.NewStructuredLogger(logger)}))
-	c := srv.GetDefaultClient()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := platform.RegisterSearchAttributes(ctx, c, srv.GetDefaultNamespace()); err != nil {
-		t.Fatalf("register search attributes: %v", err)
-	}
-	r := &recorder{c: c, store: testenv.MustOpenStore(t), redis: testenv.MustOpenRedis(t), gate: newGate(), dir: dir}
-	acts := &activities.Activities{Redis: r.redis, Store: r.store}
-	srv.NewWorkerWithOptions(workflows.TaskQueue, func(reg worker.Registry) { workflows.Register(reg, acts) },
-		worker.Options{Interceptors: []interceptor.WorkerInterceptor{r.gate}})
-	return r
+	g := newGate()
+	env := sagatest.StartOn(t, testenv.MustOpenStore(t), testenv.MustOpenRedis(t), func(o *worker.Options) {
+		o.Interceptors = []interceptor.WorkerInterceptor{g}
+	})
+	return &recorder{c: env.Client, store: env.Store, redis: env.Redis, gate: g, dir: dir}
 }
 
 // stock sets a SKU in the database (db units) and Redis (redis units): equal but for the deduct-rejection path.

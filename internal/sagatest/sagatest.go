@@ -36,7 +36,8 @@ func Start(tb testing.TB) *Env {
 
 // StartOn is Start on stores that already exist: a second server on the stores of a first is a Temporal
 // that has forgotten every workflow (namespace retention) while the database and Redis remember.
-func StartOn(tb testing.TB, store *activities.Store, rs *activities.RedisStock) *Env {
+// adjust changes the worker's options (interceptors, for instance) before it starts.
+func StartOn(tb testing.TB, store *activities.Store, rs *activities.RedisStock, adjust ...func(*worker.Options)) *Env {
 	tb.Helper()
 	t, ok := tb.(*testing.T)
 	var opts []temporaltest.TestServerOption
@@ -57,9 +58,13 @@ func StartOn(tb testing.TB, store *activities.Store, rs *activities.RedisStock) 
 	}
 	env := &Env{Server: srv, Client: c, Store: store, Redis: rs}
 	env.Acts = &activities.Activities{Redis: env.Redis, Store: env.Store}
+	wopts := worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200}
+	for _, change := range adjust {
+		change(&wopts)
+	}
 	env.Worker = srv.NewWorkerWithOptions(workflows.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r, env.Acts)
-	}, worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200})
+	}, wopts)
 	return env
 }
 
