@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ordersaga/ordersaga/internal/devserver"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -41,23 +40,16 @@ type ports struct {
 	http, temporal, ui, redis int
 }
 
+// freePorts picks the stack's ports below the ephemeral range: the tests restart the stack on the same
+// ports, and an ephemeral port can be taken in between by any outgoing connection on the machine.
 func freePorts(tb testing.TB) ports {
 	tb.Helper()
-	var p [4]int
-	seen := map[int]bool{}
-	for i := range p {
-		for {
-			n, err := devserver.FreePort(localIP)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if !seen[n] {
-				seen[n], p[i] = true, n
-				break
-			}
-		}
+	return ports{
+		http:     testenv.StablePort(tb, localIP),
+		temporal: testenv.StablePort(tb, localIP),
+		ui:       testenv.StablePort(tb, localIP),
+		redis:    testenv.StablePort(tb, localIP),
 	}
-	return ports{http: p[0], temporal: p[1], ui: p[2], redis: p[3]}
 }
 
 func (p ports) args(dataDir string) []string {
