@@ -46,7 +46,7 @@ func (r *RedisStock) Load(ctx context.Context, sku string, stock int64) (avail, 
 	if err != nil {
 		return 0, 0, fmt.Errorf("load %s: %w", sku, err)
 	}
-	res, err := r.repairAvail(ctx, sku, modeSet, stock, snap, nil, nil)
+	res, err := r.repairAvail(ctx, sku, modeSet, skuTruth{stock: stock, known: true}, snap)
 	if err != nil {
 		return 0, 0, fmt.Errorf("load %s: %w", sku, err)
 	}
@@ -219,7 +219,7 @@ func loadLocked(ctx context.Context, tx *gorm.DB, store *Store, rs *RedisStock, 
 	if stock != nil {
 		truth.stock = *stock
 	}
-	return rs.repairAvail(ctx, sku, modeSet, truth.stock, snap, truth.deducted, truth.pending)
+	return rs.repairAvail(ctx, sku, modeSet, truth, snap)
 }
 
 // loadAvail is the cold load: measureAndRepair in load mode, which writes the counter only if it is missing

@@ -377,7 +377,7 @@ func measureAndRepair(ctx context.Context, rs *RedisStock, store *Store, sku, mo
 	if !truth.known {
 		return availRepair{}, fmt.Errorf("reconcile %s: %w", sku, ErrUnknownSKU)
 	}
-	return rs.repairAvail(ctx, sku, mode, truth.stock, snap, truth.deducted, truth.pending)
+	return rs.repairAvail(ctx, sku, mode, truth, snap)
 }
 
 // Leaks finds unpaid open orders older than the grace period whose workflow is gone, and finishes them with

@@ -89,23 +89,30 @@ type availRepair struct {
 	target int64
 }
 
-// repairAvail runs repair_avail.lua: see the script for the arithmetic. pending are the orders whose DB
-// restore stands while their marker may still be 'C' (release still to come).
-func (r *RedisStock) repairAvail(ctx context.Context, sku, mode string, dbStock int64, snap stockSnapshot,
-	deducted, pending []string) (availRepair, error) {
-	keys := make([]string, 0, 3+len(pending))
+// repairAvail runs repair_avail.lua: see the script for the arithmetic. truth is the database's side: the
+// stock, the orders whose deduct stands, the orders whose DB restore stands while their marker may still be
+// 'C' (release still to come), and the open orders whose deduct stands (marked when they have no marker).
+func (r *RedisStock) repairAvail(ctx context.Context, sku, mode string, truth skuTruth, snap stockSnapshot) (availRepair, error) {
+	keys := make([]string, 0, 3+len(truth.pending)+len(truth.open))
 	keys = append(keys, r.AvailKey(sku), r.HoldsKey(sku), r.VersionKey(sku))
-	for _, o := range pending {
+	for _, o := range truth.pending {
 		keys = append(keys, r.MarkerKey(sku, o))
+	}
+	for _, o := range truth.open {
+		keys = append(keys, r.MarkerKey(sku, o.OrderID))
 	}
 	observed := ""
 	if snap.loaded {
 		observed = strconv.FormatInt(snap.avail, 10)
 	}
-	args := make([]any, 0, 5+len(deducted))
-	args = append(args, mode, dbStock, observed, snap.version, len(deducted))
-	for _, o := range deducted {
+	args := make([]any, 0, 7+len(truth.deducted)+len(truth.open))
+	args = append(args, mode, truth.stock, observed, snap.version, len(truth.deducted))
+	for _, o := range truth.deducted {
 		args = append(args, o)
+	}
+	args = append(args, r.ttlSeconds(), len(truth.open))
+	for _, o := range truth.open {
+		args = append(args, o.Qty)
 	}
 	res, err := repairAvailScript.Run(ctx, r.rdb, keys, args...).Int64Slice()
 	if err != nil {

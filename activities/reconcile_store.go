@@ -89,6 +89,16 @@ type skuTruth struct {
 	// pending are orders whose RESTORE of the SKU (qty > 0) stands while their release may still be to come:
 	// the order is not final yet, or the restore is newer than the watermark.
 	pending []string
+	// open are the orders not final yet whose DEDUCT of the SKU stands: the counter set from this truth
+	// counts their units as taken, so each gets a 'C' marker if it has none (repair_avail.lua), for its
+	// release to give them back.
+	open []openDeduct
+}
+
+// openDeduct is an open order's standing deduct of one SKU.
+type openDeduct struct {
+	OrderID string
+	Qty     int64
 }
 
 type ledgerRow struct {
@@ -170,6 +180,15 @@ func (s *Store) skuTruthIn(tx *gorm.DB, sku string, watermark int64, orders []st
 	}
 	for _, o := range open {
 		pending[o] = true
+	}
+	if err := tx.Raw(`SELECT l.order_id, l.qty FROM orders o
+		JOIN stock_ledger l ON l.order_id = o.order_id AND l.sku = ? AND l.op = ?
+		WHERE o.status IN (?, ?) AND l.qty > 0 AND NOT EXISTS (
+			SELECT 1 FROM stock_ledger r WHERE r.order_id = l.order_id AND r.sku = l.sku AND r.op = ?)
+		ORDER BY l.order_id`,
+		sku, OpDeduct, string(ordersaga.StatusReserving), string(ordersaga.StatusAwaitingPayment), OpRestore).
+		Scan(&out.open).Error; err != nil {
+		return skuTruth{}, err
 	}
 	for o, n := range net {
 		if n > 0 {

@@ -75,6 +75,10 @@ func TestModel(t *testing.T) {
 		{"restore_without_tombstone", []string{"-DGONE", "-DBUG_RESTORE_NO_TOMBSTONE"}, true},
 		{"deduct_ignores_restore", []string{"-DGONE", "-DBUG_DEDUCT_IGNORES_RESTORE"}, true},
 		{"release_before_restore", []string{"-DGONE", "-DBUG_RELEASE_FIRST"}, true},
+		// The database-only reservation (Redis unreachable) with the reconciler re-syncing during the run.
+		{"fallback", []string{"-DFALLBACK", "-DRECON=2"}, false},
+		{"resync_without_marks", []string{"-DFALLBACK", "-DRECON=2", "-DBUG_NO_MARK"}, true},
+		{"tombstone_without_version", []string{"-DFALLBACK", "-DRECON=2", "-DBUG_TOMBSTONE_NO_VER"}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

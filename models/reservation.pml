@@ -10,10 +10,13 @@
  * delivers it at any moment, before or after the workflow's own retry, before or after the compensation);
  * the forward steps may time out for good; a workflow may die at any point (terminated: reconciliation then
  * finishes its order); Redis may restart once and lose all its data (cold load from the database); with
- * -DSECOND_LIFE order 0's ID lives a second time once its first workflow is over (Temporal forgot it).
+ * -DSECOND_LIFE order 0's ID lives a second time once its first workflow is over (Temporal forgot it); with
+ * -DFALLBACK a reserve may find Redis unreachable and reserve through the database alone (nothing held,
+ * no marker: activities/reconcile_fallback.go reserveInDB).
  *
  * Broken variants (each must fail; see models/README.md): -DBUG_STOCK_FIRST, -DBUG_NO_MARKER_CHECK,
- * -DBUG_NO_TOMBSTONE, -DBUG_RESTORE_NO_TOMBSTONE, -DBUG_RESTORE_PAID, -DBUG_RELEASE_FIRST.
+ * -DBUG_NO_TOMBSTONE, -DBUG_RESTORE_NO_TOMBSTONE, -DBUG_RESTORE_PAID, -DBUG_RELEASE_FIRST, and with
+ * -DFALLBACK -DRECON=2: -DBUG_NO_MARK, -DBUG_TOMBSTONE_NO_VER.
  */
 
 #ifndef N
@@ -24,6 +27,13 @@
 #endif
 #ifndef RECON
 #define RECON 0        /* actions the reconciler may take while orders run (it always makes a final pass) */
+#endif
+#ifndef ORDERS
+#ifdef FALLBACK
+#define ORDERS 1       /* orders that run (the others stay untouched): -DFALLBACK's state space */
+#else
+#define ORDERS N
+#endif
 #endif
 #ifndef RESTARTS
 #define RESTARTS 0     /* Redis restarts that lose the data */
@@ -45,6 +55,7 @@ mtype = { RNONE, RTOMB, RQTY };
 #define TIMEOUT     6
 #define TOMBSTONE   7
 #define KEPT        8
+#define DBONLY      9
 /* repair_avail.lua codes and modes, repair_hold.lua actions */
 #define C_INLINE    1
 #define C_ALREADY   2
@@ -90,6 +101,9 @@ bool done;               /* the final reconciliation pass ran */
 byte n_take[N], n_give[N];   /* times db.stock was taken for / given back to the order */
 bool lost;                   /* Redis lost its data at least once */
 bool helped;                 /* a workflow died, Redis restarted or the reconciler wrote something */
+bool a_death;                /* a workflow died */
+bool fellback;               /* a reserve went to the database alone */
+bool hold_released;          /* the reconciler ended a hold (repair_hold.lua release: the counter is set later) */
 
 /* (arithmetic on booleans, not "c -> a : b", so that the macros can stand in LTL formulas) */
 #define STANDING(o)   (ded[o] && rst[o] != RQTY)
@@ -116,7 +130,7 @@ bool helped;                 /* a workflow died, Redis restarted or the reconcil
 #define DB_OK   (stock >= 0 && stock <= INIT && INIT - stock == SUM(NET) && SUM(OPEN_UNITS) <= INIT)
 /* I3: Redis never promises more than the database holds once holds are counted (not across a data loss:
  * the cold load cannot see holds that were lost, activities/reconcile_fallback.go coldLoad) */
-#define I3_OK   (lost || !loaded || avail + SUM(OWES) <= stock)
+#define I3_OK   (lost || fellback || !loaded || avail + SUM(OWES) <= stock)
 /* I4: each order takes db.stock at most once and gives it back at most once (and only what it took) */
 #define ONCE_OK ALL(ONCE)
 /* a PAID order is never restored, and an order is never paid once restored */
@@ -126,6 +140,10 @@ bool helped;                 /* a workflow died, Redis restarted or the reconcil
 #define SETTLED (loaded && avail == stock && ALL(NOHOLD) && ALL(SOLDKEPT) && stock + SUM(PAID_UNITS) == INIT)
 /* quiet, nobody helped (no death, no restart, no reconciler write): the protocol alone is back in line */
 #define SELF_OK (loaded && avail == stock && ALL(SELFHOLD) && ALL(SOLDKEPT))
+/* quiet, no workflow died: Redis never promises less than the database holds (an order's release gives back
+ * exactly what the counter counted for it: an open order's standing deduct is counted iff it has a marker).
+ * Not after a hold the reconciler ended (its units come back with the next fixAvail). */
+#define UNDER_OK (a_death || hold_released || !loaded || avail >= stock)
 
 /* =========================== Redis scripts (activities/lua) =========================== */
 
@@ -177,8 +195,10 @@ inline release_lua(o, sold, res) {
   if
 #ifdef BUG_NO_TOMBSTONE
   :: mk[o] == NONE -> res = TOMBSTONE                /* broken: no tombstone written */
+#elif defined(BUG_TOMBSTONE_NO_VER)
+  :: mk[o] == NONE -> mk[o] = T; res = TOMBSTONE        /* broken: a repair from an older snapshot passes */
 #else
-  :: mk[o] == NONE -> mk[o] = T; res = TOMBSTONE     /* SET T EX ttl, no INCR of ver */
+  :: mk[o] == NONE -> mk[o] = T; ver++; res = TOMBSTONE   /* SET T EX ttl, INCR ver */
 #endif
   :: mk[o] == R || mk[o] == T -> res = DUP
   :: mk[o] == C && sold -> res = KEPT
@@ -208,7 +228,7 @@ inline repair_hold_lua(o, action, mseen, hseen, rdone) {
         :: hold[o] != 0 -> rdone = false
         :: else -> hold[o] = q[o]; ver++; rdone = true
         fi
-     :: action == A_RELEASE && mk[o] == H -> hold[o] = 0; mk[o] = R; ver++; rdone = true
+     :: action == A_RELEASE && mk[o] == H -> hold[o] = 0; mk[o] = R; ver++; rdone = true; hold_released = true
      :: action == A_CONFIRM && mk[o] == H -> hold[o] = 0; mk[o] = C; ver++; rdone = true
      fi
   fi;
@@ -232,6 +252,14 @@ inline repair_avail_lua(mode, code) {
   :: loaded && mode != M_LOAD && avail != target && s_loaded && s_avail == avail && ver == s_ver ->
      avail = target; ver++; code = C_REPAIRED
   fi;
+#ifndef BUG_NO_MARK
+  /* mark(): every open order whose standing deduct the target counted gets 'C' if it has no marker */
+  if
+  :: code == C_LOADED || code == C_REPAIRED || (code == C_INLINE && ver == s_ver) ->
+     for (i : 0 .. N-1) { if :: (t_open & (1 << i)) && mk[i] == NONE -> mk[i] = C :: else -> skip fi }
+  :: else -> skip
+  fi;
+#endif
   if :: code == C_LOADED || code == C_REPAIRED -> helped = true :: else -> skip fi;
   assert(!loaded || avail >= 0)
 }
@@ -325,21 +353,22 @@ inline measure_and_repair(mode, code) {
     for (i : 0 .. N-1) { if :: hold[i] > 0 -> s_holds = s_holds | (1 << i) :: else -> skip fi }
   }
   d_step {                                                /* 3. store.readSKUTruth (skuTruthIn) */
-    t_stock = stock; t_ded = 0; t_pend = 0;
+    t_stock = stock; t_ded = 0; t_pend = 0; t_open = 0;
     for (i : 0 .. N-1) {
       net = 0;
       if :: ded[i] && ((s_holds & (1 << i)) || ded_id[i] > wm) -> net = net + q[i] :: else -> skip fi;
       if :: rst[i] == RQTY && ((s_holds & (1 << i)) || rst_id[i] > wm) -> net = net - q[i] :: else -> skip fi;
       if :: net > 0 -> t_ded = t_ded | (1 << i) :: else -> skip fi;
-      if :: rst[i] == RQTY && (rst_id[i] > wm || st[i] == AWAIT) -> t_pend = t_pend | (1 << i) :: else -> skip fi
+      if :: rst[i] == RQTY && (rst_id[i] > wm || st[i] == AWAIT) -> t_pend = t_pend | (1 << i) :: else -> skip fi;
+      if :: st[i] == AWAIT && ded[i] && rst[i] == RNONE -> t_open = t_open | (1 << i) :: else -> skip fi
     }
   }
   d_step { repair_avail_lua(mode, code) };                /* 4. repair_avail.lua, compare-and-set */
-  d_step { wm = 0; s_loaded = 0; s_avail = 0; s_ver = 0; s_holds = 0; t_stock = 0; t_ded = 0; t_pend = 0;
+  d_step { wm = 0; s_loaded = 0; s_avail = 0; s_ver = 0; s_holds = 0; t_stock = 0; t_ded = 0; t_pend = 0; t_open = 0;
            owed = 0; target = 0; net = 0; code = 0 }
 }
 
-#define MR_LOCALS byte wm, s_ver, s_holds, t_ded, t_pend, code, i; bool s_loaded; short s_avail, t_stock, owed, target, net
+#define MR_LOCALS byte wm, s_ver, s_holds, t_ded, t_pend, t_open, code, i; bool s_loaded; short s_avail, t_stock, owed, target, net
 
 #ifdef GONE
 #define DIE if :: goto died :: skip fi
@@ -367,9 +396,12 @@ proctype Order(byte o; byte life) {
      :: else -> skip
      fi
   :: res = TIMEOUT                                        /* every attempt timed out */
+#ifdef FALLBACK
+  :: o == 0 -> d_step { fellback = true; res = DBONLY }   /* Redis unreachable: reserveInDB holds nothing */
+#endif
   fi;
   if
-  :: res == OK || res == DUP -> res = 0
+  :: res == OK || res == DUP || res == DBONLY -> res = 0
   :: else -> res = 0; goto compensate                     /* reject */
   fi;
   DIE;
@@ -438,7 +470,7 @@ compensate:
   goto finished;
 
 died:
-  helped = true;
+  helped = true; a_death = true;
 finished:
   skip;
 #ifdef SECOND_LIFE
@@ -535,9 +567,12 @@ proctype Reconciler() {
      budget--;
      select(o : 0 .. N-1);
      if
-     :: fix_hold(o)                                       /* fixHolds */
      :: measure_and_repair(M_REPAIR, code)                /* fixAvail (one compare-and-set attempt) */
+#ifndef FALLBACK
+     /* (with -DFALLBACK the reconciler only re-syncs the counter during the run: the state space) */
+     :: fix_hold(o)                                       /* fixHolds */
      :: leak(o)                                           /* Leaks */
+#endif
      fi;
      o = 0
   :: quiet || budget == 0 -> break
@@ -573,8 +608,8 @@ init {
   FH_LOCALS;
   atomic {
     for (o : 0 .. N-1) { q[o] = 1; mk[o] = NONE; st[o] = SNONE; rst[o] = RNONE }
-    orders_left = N; busy = N + 2;
-    for (o : 0 .. N-1) { run Order(o, 1); run Net(o) }
+    orders_left = ORDERS; busy = ORDERS + 2;
+    for (o : 0 .. ORDERS-1) { run Order(o, 1); run Net(o) }
     run Reconciler(); run Chaos();
     o = 0
   }
@@ -583,7 +618,8 @@ init {
   (busy == 0);
   /* every workflow has ended and no step is in flight any more: when nobody helped, the protocol alone is
    * back in line (design.md I3 when quiet; a hold of a deducted order whose confirm was lost may remain) */
-  assert(helped || SELF_OK);
+  assert(helped || fellback || SELF_OK);     /* a database-only reservation needs the re-sync */
+  assert(UNDER_OK);
   /* the final reconciliation: Leaks, then per SKU fixHolds and fixAvail */
   for (o : 0 .. N-1) { leak(o) }
   for (o : 0 .. N-1) { fix_hold(o) }

@@ -8,7 +8,10 @@
 -- Callers restore the DB before they release, so a confirmed hold ('C') is given back too, unless sold.
 local marker = redis.call('GET', KEYS[3])
 if not marker then
+  -- Bumped too: a repair computed from a snapshot in which this order's deduct stood must not mark it
+  -- (repair_avail.lua) after its release found nothing to give back.
   redis.call('SET', KEYS[3], 'T', 'EX', tonumber(ARGV[2]))
+  redis.call('INCR', KEYS[4])
   return 3
 end
 local state = string.sub(marker, 1, 1)

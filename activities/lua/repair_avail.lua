@@ -1,7 +1,7 @@
 -- repair_avail: set a SKU's counter to the database's truth, computed from the holds and markers as they are
 -- at the moment the script runs, so it can never race a reserve, confirm or release of the same SKU.
 -- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:ver
--- KEYS[4..] inv:{SKU}:o:{ORDER} of the pending releases
+-- KEYS[4..] inv:{SKU}:o:{ORDER} of the pending releases, then of the open orders (ARGV below)
 -- ARGV[1] mode: 'repair' (set the counter when it drifted and nothing changed since the snapshot),
 --         'load' (set it only when it is missing and nothing changed since the snapshot: the cold-start load
 --         on a reservation's path) or
@@ -12,6 +12,15 @@
 -- ARGV[4] the version in the caller's snapshot ('' when missing): every reserve, confirm, release and repair
 --         bumps it, so an equal version means not one of them ran in between (no ABA)
 -- ARGV[5] n, then ARGV[6..5+n]: orders whose DB deduct of this SKU stands (their units are out of db.stock)
+-- ARGV[6+n] the marker TTL in seconds
+-- ARGV[7+n] m, then ARGV[8+n..7+n+m]: the units of the open orders (not final) whose DB deduct of this SKU
+--         stands, one per marker key of the last m KEYS. The target counts their units as taken (db.stock
+--         does), so once the counter is written from it (or found equal to it) every one of them without a
+--         marker gets 'C:<qty>': counted, and given back by its release. Such an order reserved through the
+--         database alone while Redis was unreachable, or its marker was lost with Redis's data; without the
+--         marker its release would find nothing, write a tombstone and leave Redis short of its units.
+--         Every reserve, release and repair keeps the rule: an open order's standing deduct is counted in the
+--         counter if and only if the order has a marker.
 -- target = db.stock
 --        - units of every hold whose order has no standing deduct (the DB still counts them)
 --        - units of every pending release (DB restored, marker still 'C': the release will give them back)
@@ -30,6 +39,18 @@ local n = tonumber(ARGV[5])
 for i = 1, n do
   deducted[ARGV[5 + i]] = true
 end
+local ttl = tonumber(ARGV[6 + n])
+local m = tonumber(ARGV[7 + n])
+local lastPending = #KEYS - m
+-- mark gives every open order without a marker its 'C' marker (see ARGV[7+n]).
+local function mark()
+  for j = 1, m do
+    local key = KEYS[lastPending + j]
+    if redis.call('EXISTS', key) == 0 then
+      redis.call('SET', key, 'C:' .. ARGV[7 + n + j], 'EX', ttl)
+    end
+  end
+end
 local holds = redis.call('HGETALL', KEYS[2])
 local owed = 0
 for i = 1, #holds, 2 do
@@ -37,10 +58,10 @@ for i = 1, #holds, 2 do
     owed = owed + (tonumber(holds[i + 1]) or 0)
   end
 end
-for i = 4, #KEYS do
-  local m = redis.call('GET', KEYS[i])
-  if m and string.sub(m, 1, 1) == 'C' then
-    owed = owed + (tonumber(string.sub(m, 3)) or 0)
+for i = 4, lastPending do
+  local marker = redis.call('GET', KEYS[i])
+  if marker and string.sub(marker, 1, 1) == 'C' then
+    owed = owed + (tonumber(string.sub(marker, 3)) or 0)
   end
 end
 local target = stock - owed
@@ -51,6 +72,7 @@ if mode == 'set' then
   -- database as it was must not take an equal counter for "nothing happened".
   redis.call('SET', KEYS[1], target)
   redis.call('INCR', KEYS[3])
+  mark()
   if not cur then
     return {3, -1, target}
   end
@@ -68,6 +90,7 @@ if not cur then
   end
   redis.call('SET', KEYS[1], target)
   redis.call('INCR', KEYS[3])
+  mark()
   return {3, -1, target}
 end
 cur = tonumber(cur)
@@ -75,6 +98,11 @@ if mode == 'load' then
   return {2, cur, target}
 end
 if cur == target then
+  -- In line: the counter counts what the target counts. The markers are written only from a snapshot that
+  -- is still current (an order restored and released since it was read must not be marked).
+  if unchanged then
+    mark()
+  end
   return {1, cur, target}
 end
 if ARGV[3] == '' or tonumber(ARGV[3]) ~= cur or not unchanged then
@@ -82,4 +110,5 @@ if ARGV[3] == '' or tonumber(ARGV[3]) ~= cur or not unchanged then
 end
 redis.call('SET', KEYS[1], target)
 redis.call('INCR', KEYS[3])
+mark()
 return {5, cur, target}

@@ -1,0 +1,201 @@
+package activities_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/testenv"
+)
+
+// dbOnlyEnv is one SKU with its stock loaded in Redis, the activities on that Redis, and the same activities
+// on a Redis that cannot be reached (the fallback on), for the reservations Redis could not serve.
+type dbOnlyEnv struct {
+	store *activities.Store
+	rs    *activities.RedisStock
+	up    *activities.Activities // Redis answers
+	down  *activities.Activities // Redis unreachable, DBFallback on
+	sku   string
+	stock int64
+}
+
+func newDBOnlyEnv(t *testing.T, sku string, stock int64) *dbOnlyEnv {
+	t.Helper()
+	store := testenv.MustOpenStore(t)
+	rs := testenv.MustOpenRedis(t)
+	if _, err := activities.SetStock(t.Context(), store, rs, sku, stock, 100); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	dead := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	return &dbOnlyEnv{
+		store: store, rs: rs, sku: sku, stock: stock,
+		up:   &activities.Activities{Redis: rs, Store: store, DBFallback: true},
+		down: &activities.Activities{Redis: activities.NewRedisStock(dead, "", 0), Store: store, DBFallback: true},
+	}
+}
+
+func (e *dbOnlyEnv) run(t *testing.T, acts *activities.Activities, fn any, in any, out any) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	aenv := suite.NewTestActivityEnvironment()
+	aenv.RegisterActivity(acts)
+	v, err := aenv.ExecuteActivity(fn, in)
+	if err != nil {
+		t.Fatalf("%T: %v", in, err)
+	}
+	if out != nil {
+		if err := v.Get(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// placeInDB reserves an order's line with Redis unreachable (database-only) and deducts it, as the workflow
+// does on the fallback path.
+func (e *dbOnlyEnv) placeInDB(t *testing.T, order string, qty int64) {
+	t.Helper()
+	var out activities.ReserveOutcome
+	e.run(t, e.down, e.down.ReserveLine, activities.LineInput{OrderID: order, SKU: e.sku, Qty: qty}, &out)
+	if out != activities.ReservedInDB {
+		t.Fatalf("reserve with Redis down = %q, want %q", out, activities.ReservedInDB)
+	}
+	e.deduct(t, order, qty)
+}
+
+func (e *dbOnlyEnv) deduct(t *testing.T, order string, qty int64) {
+	t.Helper()
+	var res activities.DeductResult
+	e.run(t, e.up, e.up.DeductOrder, activities.DeductInput{OrderID: order, UserID: "u", Currency: "CNY",
+		PayBy: time.Now().Add(time.Hour), Lines: []ordersaga.Line{{SKU: e.sku, Qty: qty}}}, &res)
+}
+
+// expire compensates an order the way the workflow does once Redis answers again: the DB restore, then the
+// Redis release.
+func (e *dbOnlyEnv) expire(t *testing.T, order string, qty int64) {
+	t.Helper()
+	var restored []activities.RestoreLine
+	e.run(t, e.up, e.up.RestoreOrder, activities.RestoreInput{OrderID: order, Lines: []ordersaga.Line{{SKU: e.sku, Qty: qty}}}, &restored)
+	var rel activities.ReleaseOutcome
+	e.run(t, e.up, e.up.ReleaseLine, activities.LineInput{OrderID: order, SKU: e.sku, Qty: qty}, &rel)
+}
+
+func (e *dbOnlyEnv) reconcile(t *testing.T) activities.ReconcileSummary {
+	t.Helper()
+	rec := &activities.Reconciler{Redis: e.rs, Store: e.store, Grace: time.Hour, RunID: "dbonly"}
+	sum, _, err := rec.SKU(t.Context(), e.sku, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// wantInLine fails unless Redis promises exactly what the database holds (no hold is open in these tests).
+func (e *dbOnlyEnv) wantInLine(t *testing.T, when string, dbStock int64) {
+	t.Helper()
+	v, err := activities.ReadStock(t.Context(), e.store, e.rs, e.sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.DBStock != dbStock {
+		t.Errorf("%s: db stock %d, want %d", when, v.DBStock, dbStock)
+	}
+	if v.RedisAvailable == nil || *v.RedisAvailable != v.DBStock-v.Holds {
+		t.Errorf("%s: redis available %v, db stock %d, holds %d: drift", when, deref(v.RedisAvailable), v.DBStock, v.Holds)
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// A reservation made through the database alone while Redis was unreachable, then a re-sync of Redis, then
+// the order's expiry: the re-sync counted the order's units as taken, so the release must give them back.
+// Before, the release found no marker, wrote a tombstone and gave nothing: Redis stayed q units short of the
+// database (sold out on real units) until the next reconciliation.
+func TestDBOnlyReservation_ResyncThenExpiry(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-1", 10)
+	e.placeInDB(t, "o-dbo-1", 3)
+	e.reconcile(t)
+	e.wantInLine(t, "after the re-sync", 7)
+	e.expire(t, "o-dbo-1", 3)
+	e.wantInLine(t, "after the expiry", 10)
+	if sum := e.reconcile(t); sum.Drifted != 0 {
+		t.Errorf("the reconciliation after the expiry found drift: %s", sum)
+	}
+}
+
+// The other order of events: the order expires before any re-sync. Redis never counted its units, so its
+// release gives nothing back, and the re-sync finds Redis in line.
+func TestDBOnlyReservation_ExpiryThenResync(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-2", 10)
+	e.placeInDB(t, "o-dbo-2", 3)
+	e.expire(t, "o-dbo-2", 3)
+	e.wantInLine(t, "after the expiry", 10)
+	if sum := e.reconcile(t); sum.Drifted != 0 {
+		t.Errorf("the re-sync after the expiry found drift: %s", sum)
+	}
+	e.wantInLine(t, "after the re-sync", 10)
+}
+
+// A database-only order that is paid keeps its units sold on both sides across the re-sync, and a second
+// re-sync finds nothing to do.
+func TestDBOnlyReservation_ResyncThenPaid(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-3", 10)
+	e.placeInDB(t, "o-dbo-3", 4)
+	e.reconcile(t)
+	if err := e.store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "evt-dbo-3", OrderID: "o-dbo-3",
+		AmountCents: 400, Currency: "CNY", Result: ordersaga.PaymentApplied}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.wantInLine(t, "after the payment", 6)
+	if sum := e.reconcile(t); sum.Drifted != 0 {
+		t.Errorf("the second re-sync found drift: %s", sum)
+	}
+}
+
+// Redis lost its data (a restart without persistence) while an order was awaiting payment: the cold load
+// counts the order's units as taken (the database's deduct stands), so when the order expires its release
+// must give them back. Before, the release found no marker (lost with the data) and gave nothing back.
+func TestColdLoad_OpenOrderExpiresAfterRedisLostItsData(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-4", 10)
+	var out activities.ReserveOutcome
+	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: "o-dbo-4", SKU: e.sku, Qty: 2}, &out)
+	e.deduct(t, "o-dbo-4", 2)
+	e.run(t, e.up, e.up.ConfirmLines, activities.ConfirmInput{OrderID: "o-dbo-4", SKUs: []string{e.sku}}, nil)
+	e.wantInLine(t, "after the order", 8)
+
+	// Redis loses every key of the SKU; the next reserve of another order loads it from the database.
+	rdb := e.rs.Client()
+	for _, k := range []string{e.rs.AvailKey(e.sku), e.rs.HoldsKey(e.sku), e.rs.VersionKey(e.sku), e.rs.MarkerKey(e.sku, "o-dbo-4")} {
+		if err := rdb.Del(context.Background(), k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: "o-dbo-4b", SKU: e.sku, Qty: 1}, &out)
+	e.deduct(t, "o-dbo-4b", 1)
+	e.run(t, e.up, e.up.ConfirmLines, activities.ConfirmInput{OrderID: "o-dbo-4b", SKUs: []string{e.sku}}, nil)
+	e.wantInLine(t, "after the cold load", 7)
+
+	e.expire(t, "o-dbo-4", 2)
+	e.wantInLine(t, "after the expiry", 9)
+}
