@@ -498,7 +498,7 @@ func (h brkCutAfterReserve) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 	return next
 }
 
-// brkRedisError is the error a go-redis client's call returns against srv (an address), with opts.
+// brkRedisError is the error of a go-redis GET against addr, with opts (no retries unless opts say so).
 func brkRedisError(t *testing.T, addr string, opts redis.Options) error {
 	t.Helper()
 	opts.Addr = addr
@@ -581,9 +581,9 @@ func TestIsUnreachable_OnlyARedisConnectionFailure(t *testing.T) {
 		{"redis: unexpected EOF", activities.FromRedis(io.ErrUnexpectedEOF), true},
 		{"redis: connection reset", activities.FromRedis(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), true},
 		{"redis: broken pipe", activities.FromRedis(fmt.Errorf("x: %w", syscall.EPIPE)), true},
-		{"redis: LOADING", activities.FromRedis(fmt.Errorf("reserve X: %w", redisErr("LOADING Redis is loading the dataset in memory"))), true},
-		{"redis: MASTERDOWN", activities.FromRedis(redisErr("MASTERDOWN Link with MASTER is down")), true},
-		{"redis: TRYAGAIN", activities.FromRedis(redisErr("TRYAGAIN Multiple keys request during rehashing")), true},
+		{"redis: LOADING", activities.FromRedis(fmt.Errorf("reserve X: %w", brkRedisReply("LOADING Redis is loading the dataset in memory"))), true},
+		{"redis: MASTERDOWN", activities.FromRedis(brkRedisReply("MASTERDOWN Link with MASTER is down")), true},
+		{"redis: TRYAGAIN", activities.FromRedis(brkRedisReply("TRYAGAIN Multiple keys request during rehashing")), true},
 
 		// Redis answered, or the client gave up before asking it.
 		{"redis: pool timeout (go-redis)", activities.FromRedis(poolTimeout), false},
@@ -594,7 +594,7 @@ func TestIsUnreachable_OnlyARedisConnectionFailure(t *testing.T) {
 		{"redis: dial canceled", activities.FromRedis(canceledDial), false},
 		{"redis: client closed", activities.FromRedis(redis.ErrClosed), false},
 		{"redis: nil reply", activities.FromRedis(redis.Nil), false},
-		{"redis: error reply", activities.FromRedis(redisErr("ERR something")), false},
+		{"redis: error reply", activities.FromRedis(brkRedisReply("ERR something")), false},
 		{"redis: not loaded", activities.FromRedis(fmt.Errorf("reserve X: %w", activities.ErrNotLoaded)), false},
 
 		// Not a Redis call's error: never, whatever its shape.
@@ -611,8 +611,8 @@ func TestIsUnreachable_OnlyARedisConnectionFailure(t *testing.T) {
 	}
 }
 
-// redisErr is an error reply of the Redis server (go-redis's proto.RedisError implements redis.Error).
-type redisErr string
+// brkRedisReply is an error reply of the Redis server (go-redis's proto.RedisError implements redis.Error).
+type brkRedisReply string
 
-func (e redisErr) Error() string { return string(e) }
-func (redisErr) RedisError()     {}
+func (e brkRedisReply) Error() string { return string(e) }
+func (brkRedisReply) RedisError()     {}
