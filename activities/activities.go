@@ -97,23 +97,53 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ReserveOutc
 			return "", nonRetryable(ErrTypeUnknownSKU, fmt.Errorf("reserve %s: %w", in.SKU, ErrUnknownSKU), in.SKU)
 		}
 		if _, lerr := a.coldLoad(ctx, in.SKU); lerr != nil {
-			err = errors.Join(err, lerr)
-		} else {
-			out, err = a.Redis.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
+			if a.DBFallback {
+				if rerr := a.redisDownAfterColdLoad(ctx, in.SKU, lerr); rerr != nil {
+					a.fallback.trip(time.Now())
+					return a.reserveInDB(ctx, in, rerr)
+				}
+			}
+			// The database failed, or Redis without being unreachable: fail closed, retryably.
+			return "", failNotLoaded(ctx, in, errors.Join(err, lerr))
 		}
+		out, err = a.Redis.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
 	}
-	if a.DBFallback && IsUnreachable(err) {
+	// err is the reserve script's own error: only a Redis call's error may trip the breaker.
+	if a.DBFallback && IsUnreachable(FromRedis(err)) {
 		a.fallback.trip(time.Now())
 		return a.reserveInDB(ctx, in, err)
 	}
 	if errors.Is(err, ErrNotLoaded) {
-		activity.GetLogger(ctx).Warn("sku not loaded in redis; failing closed", "sku", in.SKU, "order_id", in.OrderID)
-		return "", temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeNotLoaded, err, in.SKU)
+		return "", failNotLoaded(ctx, in, err)
 	}
 	if err != nil {
 		return "", businessError(err)
 	}
 	return out, nil
+}
+
+// failNotLoaded is the reserve of a SKU that Redis has no counter for and that could not be loaded: it fails
+// closed (never sells), retryably.
+func failNotLoaded(ctx context.Context, in LineInput, err error) error {
+	activity.GetLogger(ctx).Warn("sku not loaded in redis; failing closed", "sku", in.SKU, "order_id", in.OrderID)
+	return temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeNotLoaded, err, in.SKU)
+}
+
+// redisDownAfterColdLoad tells whether a cold load failed because Redis cannot be reached, and then returns
+// the Redis error that says so (nil otherwise). The cold load talks to the database and to Redis, and its
+// error does not say which one failed; the shapes do not either (the MySQL driver's dial error is a
+// *net.OpError like Redis's). So Redis is asked again, and only its own answer counts: a database error, a
+// Redis pool timeout or the activity's deadline leaves the reserve failing closed (NotLoaded, retryable).
+// The extra round trip is made only when the cold load's error looks like a connection failure.
+func (a *Activities) redisDownAfterColdLoad(ctx context.Context, sku string, lerr error) error {
+	if !connectionFailed(lerr) {
+		return nil
+	}
+	_, _, perr := a.Redis.Available(ctx, sku)
+	if !IsUnreachable(FromRedis(perr)) {
+		return nil
+	}
+	return fmt.Errorf("cold load of %s failed (%v), and redis does not answer: %w", sku, lerr, perr)
 }
 
 // ReleaseLine gives back one line's Redis hold (or writes its tombstone).

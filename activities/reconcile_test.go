@@ -2,14 +2,11 @@ package activities_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -233,28 +230,5 @@ func TestReserveLine_RedisDownFallsBackToTheDatabase(t *testing.T) {
 	}
 	if s := rcStock(t, store, "DOWN"); s != 5 {
 		t.Errorf("db stock = %d: the fallback reserve must take nothing (the deduct does)", s)
-	}
-}
-
-func TestIsUnreachable(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{context.Canceled, false},
-		{redis.Nil, false},
-		{errors.New("ERR something"), false},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
-		{fmt.Errorf("reserve X: %w", io.EOF), true},
-		{fmt.Errorf("reserve X: %w", syscall.ECONNRESET), true},
-		{redis.ErrClosed, true},
-		{redis.ErrPoolTimeout, true},
-		{context.DeadlineExceeded, true},
-	} {
-		if got := activities.IsUnreachable(c.err); got != c.want {
-			t.Errorf("IsUnreachable(%v) = %v, want %v", c.err, got, c.want)
-		}
 	}
 }
