@@ -91,6 +91,7 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ReserveOutc
 	if a.DBFallback && a.fallback.breakerIsOpen(time.Now()) {
 		return a.reserveInDB(ctx, in, nil)
 	}
+	a.resyncIfDue(ctx, in.SKU)
 	out, err := a.Redis.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
 	if errors.Is(err, ErrNotLoaded) {
 		if _, ierr := a.Store.Inventory(ctx, in.SKU); errors.Is(ierr, ErrNotFound) {

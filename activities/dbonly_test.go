@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,7 +96,7 @@ func (e *dbOnlyEnv) expire(t *testing.T, order string, qty int64) {
 func (e *dbOnlyEnv) reconcile(t *testing.T) activities.ReconcileSummary {
 	t.Helper()
 	rec := &activities.Reconciler{Redis: e.rs, Store: e.store, Grace: time.Hour, RunID: "dbonly"}
-	sum, _, err := rec.SKU(t.Context(), e.sku, true)
+	sum, _, err := rec.SKU(t.Context(), e.sku, activities.ResyncClear)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,4 +199,125 @@ func TestColdLoad_OpenOrderExpiresAfterRedisLostItsData(t *testing.T) {
 
 	e.expire(t, "o-dbo-4", 2)
 	e.wantInLine(t, "after the expiry", 9)
+}
+
+// The re-sync mark is noted as made only once its row committed: a failed write leaves it due, so the next
+// database-only reservation of the SKU writes it. Before, the mark was noted before the write, and for the
+// next 10 s reservations went to the database alone with no redis_down row at all.
+func TestFallbackMark_AFailedWriteLeavesTheMarkDue(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-5", 10)
+	db := e.store.DB().WithContext(t.Context())
+	if err := db.Exec("ALTER TABLE stock_anomalies RENAME TO stock_anomalies_away").Error; err != nil {
+		t.Fatal(err)
+	}
+	var suite testsuite.WorkflowTestSuite
+	aenv := suite.NewTestActivityEnvironment()
+	aenv.RegisterActivity(e.down)
+	if _, err := aenv.ExecuteActivity(e.down.ReserveLine, activities.LineInput{OrderID: "o-dbo-5a", SKU: e.sku, Qty: 1}); err == nil {
+		t.Fatal("a database-only reservation succeeded though its re-sync mark could not be written")
+	}
+	if err := db.Exec("ALTER TABLE stock_anomalies_away RENAME TO stock_anomalies").Error; err != nil {
+		t.Fatal(err)
+	}
+	e.placeInDB(t, "o-dbo-5b", 1)
+	rows, err := e.store.Anomalies(t.Context(), activities.FallbackRunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Kind != activities.KindRedisDown || rows[0].OrderID != "o-dbo-5b" {
+		t.Errorf("re-sync marks = %+v, want the redis_down row of o-dbo-5b", rows)
+	}
+}
+
+// Reconciliation clears a re-sync mark only once no database-only reservation of the SKU can still be on its
+// way to its deduct. Order A reserves through the database and deducts; order B reserves through the
+// database too (no new mark within MarkEvery) but its deduct is late. The run 30 s after the mark re-syncs
+// the counter and keeps the mark; B's deduct lands; the run after ResyncSettle counts B as a re-sync and
+// clears the mark; B's expiry then gives its units back. Before, the first run cleared the mark and B's units
+// came back as plain drift.
+func TestResync_TheMarkStaysWhileAReservationMayBeInFlight(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-6", 10)
+	var mu sync.Mutex
+	now := time.Now().UTC()
+	e.store.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+
+	e.placeInDB(t, "o-dbo-6a", 2)
+	var out activities.ReserveOutcome
+	e.run(t, e.down, e.down.ReserveLine, activities.LineInput{OrderID: "o-dbo-6b", SKU: e.sku, Qty: 3}, &out)
+	if out != activities.ReservedInDB {
+		t.Fatalf("reserve of o-dbo-6b = %q, want %q", out, activities.ReservedInDB)
+	}
+
+	run := func(id string) activities.ReconcileSummary {
+		var res activities.ReconcileBatchResult
+		e.run(t, e.up, e.up.ReconcileSKUs, activities.ReconcileBatchInput{RunID: id, Grace: time.Hour, Limit: 100}, &res)
+		return res.Summary
+	}
+	resynced := func() int {
+		rows, err := e.store.Anomalies(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range rows {
+			if r.SKU == e.sku && r.Action == activities.ActionResynced {
+				n++
+			}
+		}
+		return n
+	}
+
+	advance(30 * time.Second)
+	first := run("run-1")
+	e.wantInLine(t, "after the first run", 8)
+	if n := resynced(); n != 0 || first.Resynced != 0 {
+		t.Fatalf("the run 30 s after the mark cleared it (%d resynced rows, summary %s): o-dbo-6b may still deduct", n, first)
+	}
+
+	e.deduct(t, "o-dbo-6b", 3) // the late deduct
+	advance(activities.ResyncSettle)
+	second := run("run-2")
+	e.wantInLine(t, "after the second run", 5)
+	if n := resynced(); n != 1 || second.Resynced != 1 {
+		t.Errorf("the run after ResyncSettle: %d resynced rows (summary %s), want the mark cleared once", n, second)
+	}
+	rows, err := e.store.Anomalies(t.Context(), "run-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Action == activities.ActionSetAvail && r.Kind != activities.KindResync {
+			t.Errorf("the late deduct was repaired as %q, want it counted as part of the re-sync", r.Kind)
+		}
+	}
+
+	e.expire(t, "o-dbo-6b", 3)
+	e.wantInLine(t, "after o-dbo-6b expired", 8)
+}
+
+// A process that reserved a SKU through the database re-syncs the SKU's counter on its first reserve once
+// Redis answers again, instead of letting Redis promise those units until the next reconciliation.
+func TestReserveLine_ResyncsWhenRedisAnswersAgain(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-7", 10)
+	acts := &activities.Activities{Redis: e.down.Redis, Store: e.store, DBFallback: true}
+	var out activities.ReserveOutcome
+	e.run(t, acts, acts.ReserveLine, activities.LineInput{OrderID: "o-dbo-7a", SKU: e.sku, Qty: 3}, &out)
+	if out != activities.ReservedInDB {
+		t.Fatalf("reserve with Redis down = %q", out)
+	}
+	e.deduct(t, "o-dbo-7a", 3)
+	time.Sleep(1100 * time.Millisecond) // the breaker closes
+
+	acts.Redis = e.rs // Redis answers again
+	e.run(t, acts, acts.ReserveLine, activities.LineInput{OrderID: "o-dbo-7b", SKU: e.sku, Qty: 1}, &out)
+	if out != activities.Reserved {
+		t.Fatalf("reserve with Redis back = %q", out)
+	}
+	e.wantInLine(t, "after the first reserve with Redis back", 7)
+	e.expire(t, "o-dbo-7a", 3)
+	e.wantInLine(t, "after o-dbo-7a expired", 10)
 }

@@ -19,3 +19,6 @@ func (r *RedisStock) Kill() {
 		close(l.stop)
 	}
 }
+
+// SetClock sets the clock the store stamps its rows with and reads "now" from.
+func (s *Store) SetClock(now func() time.Time) { s.now = now }

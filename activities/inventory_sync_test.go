@@ -203,7 +203,7 @@ func TestSetStock_BetweenReconciliationSnapshotAndScript(t *testing.T) {
 		mustOK(t, err)
 	})
 	rec := &activities.Reconciler{Redis: rs, Store: store}
-	if _, _, err := rec.SKU(ctx, sku, false); err != nil {
+	if _, _, err := rec.SKU(ctx, sku, activities.ResyncNone); err != nil {
 		t.Fatal(err)
 	}
 	if !fired.Load() {

@@ -137,9 +137,22 @@ func (r *Reconciler) logger() Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// SKU reconciles one SKU: per-order fixes of holds and markers first, then the counter. resync says the
-// Redis-down fallback marked the SKU.
-func (r *Reconciler) SKU(ctx context.Context, sku string, resync bool) (ReconcileSummary, []Anomaly, error) {
+// Resync is a SKU's re-sync mark as reconciliation finds it (the Redis-down fallback writes the marks).
+type Resync uint8
+
+const (
+	// ResyncNone: not marked.
+	ResyncNone Resync = iota
+	// ResyncWait: marked less than ResyncSettle ago, so a database-only reservation may still be on its way
+	// to its deduct. The SKU is re-synced (its repairs carry kind resync) and the mark stays.
+	ResyncWait
+	// ResyncClear: marked, and settled: the re-sync clears the mark (a resync/resynced row).
+	ResyncClear
+)
+
+// SKU reconciles one SKU: per-order fixes of holds and markers first, then the counter. resync is the SKU's
+// re-sync mark.
+func (r *Reconciler) SKU(ctx context.Context, sku string, resync Resync) (ReconcileSummary, []Anomaly, error) {
 	sum := ReconcileSummary{SKUs: 1}
 	var found []Anomaly
 	note := func(a Anomaly) {
@@ -274,7 +287,8 @@ func (r *Reconciler) gone(ctx context.Context, orderID string) (bool, string, er
 }
 
 // fixAvail compares the counter with the truth and sets it with a compare-and-set, retrying when Redis moved.
-func (r *Reconciler) fixAvail(ctx context.Context, sku string, resync bool, sum *ReconcileSummary, note func(Anomaly)) error {
+func (r *Reconciler) fixAvail(ctx context.Context, sku string, mark Resync, sum *ReconcileSummary, note func(Anomaly)) error {
+	resync := mark != ResyncNone
 	var res availRepair
 	for attempt := 1; ; attempt++ {
 		var err error
@@ -331,7 +345,7 @@ func (r *Reconciler) fixAvail(ctx context.Context, sku string, resync bool, sum 
 		note(Anomaly{Kind: kind, Expected: i64(res.target), Observed: i64(res.before), Action: ActionSetAvail,
 			Detail: fmt.Sprintf("drift %+d", drift)})
 	}
-	if resync {
+	if mark == ResyncClear {
 		sum.Resynced++
 		note(Anomaly{Kind: KindResync, Expected: i64(res.target), Action: ActionResynced,
 			Detail: "counter in line with the database after the Redis-down fallback"})

@@ -26,8 +26,18 @@ const FallbackRunID = "reserve-fallback"
 const (
 	// breakerOpen is how long reserves skip Redis after it could not be reached.
 	breakerOpen = time.Second
-	// markEvery bounds the re-sync marks (a DB row and a log line) to one per SKU per process per interval.
-	markEvery = 10 * time.Second
+	// MarkEvery bounds the re-sync marks (a DB row and a log line) to one per SKU per process per interval:
+	// while a process keeps reserving a SKU through the database, the SKU's newest mark is never older than
+	// this.
+	MarkEvery = 10 * time.Second
+	// ResyncSettle is how long after a SKU's newest re-sync mark reconciliation waits before it clears the
+	// mark: a database-only reservation made up to MarkEvery after that mark may still be on its way to its
+	// deduct (the workflow's reserve and deduct deadlines, workflows/options.go, bound the way; a test there
+	// keeps the sum under this). Until then the SKU is re-synced on every run and the mark stays, so a
+	// deduct that lands late is counted (and its order marked) by the next run, as a re-sync.
+	ResyncSettle = 2 * time.Minute
+	// resyncEvery bounds a process's own re-sync of a SKU (resyncIfDue) to one attempt per interval.
+	resyncEvery = time.Second
 )
 
 // fallbackState is the process-local state of the cold-start load and the Redis-down fallback.
@@ -36,6 +46,46 @@ type fallbackState struct {
 	openUntil time.Time              // Redis is skipped until then
 	marked    map[string]time.Time   // last re-sync mark per SKU
 	loading   map[string]*sync.Mutex // one cold load per SKU at a time
+	// dbOnly is the time of this process's newest database-only reservation of a SKU that its own re-sync
+	// has not counted yet; tried is when that re-sync was last attempted.
+	dbOnly map[string]time.Time
+	tried  map[string]time.Time
+}
+
+// reservedInDB notes a database-only reservation of the SKU made at now.
+func (f *fallbackState) reservedInDB(sku string, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dbOnly == nil {
+		f.dbOnly = map[string]time.Time{}
+	}
+	f.dbOnly[sku] = now
+}
+
+// resyncDue reports whether this process should re-sync the SKU before it reserves it in Redis again (it
+// reserved the SKU through the database since its last re-sync, and has not tried for resyncEvery), and
+// returns the reservation time that a successful re-sync settles.
+func (f *fallbackState) resyncDue(sku string, now time.Time) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	since, ok := f.dbOnly[sku]
+	if !ok || now.Sub(f.tried[sku]) < resyncEvery {
+		return time.Time{}, false
+	}
+	if f.tried == nil {
+		f.tried = map[string]time.Time{}
+	}
+	f.tried[sku] = now
+	return since, true
+}
+
+// resynced notes that a re-sync counted the database-only reservations made up to since.
+func (f *fallbackState) resynced(sku string, since time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dbOnly[sku].Equal(since) {
+		delete(f.dbOnly, sku)
+	}
 }
 
 func (f *fallbackState) breakerIsOpen(now time.Time) bool {
@@ -50,18 +100,25 @@ func (f *fallbackState) trip(now time.Time) {
 	f.openUntil = now.Add(breakerOpen)
 }
 
-// shouldMark reports whether this SKU's re-sync mark is due, and notes it as made.
-func (f *fallbackState) shouldMark(sku string, now time.Time) bool {
+// markDue reports whether this SKU's re-sync mark is due: none written by this process in the last MarkEvery.
+func (f *fallbackState) markDue(sku string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last, ok := f.marked[sku]
+	return !ok || now.Sub(last) >= MarkEvery
+}
+
+// noteMarked records that the SKU's re-sync mark was written at now (only once its row committed: a failed
+// write leaves the mark due, and the next reservation writes it).
+func (f *fallbackState) noteMarked(sku string, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.marked == nil {
 		f.marked = map[string]time.Time{}
 	}
-	if last, ok := f.marked[sku]; ok && now.Sub(last) < markEvery {
-		return false
+	if now.After(f.marked[sku]) {
+		f.marked[sku] = now
 	}
-	f.marked[sku] = now
-	return true
 }
 
 func (f *fallbackState) skuLock(sku string) *sync.Mutex {
@@ -153,17 +210,20 @@ func connectionFailed(err error) bool {
 func (a *Activities) reserveInDB(ctx context.Context, in LineInput, cause error) (ReserveOutcome, error) {
 	a.Metrics.reserveFallback()
 	now := time.Now()
-	if a.fallback.shouldMark(in.SKU, now) {
-		activity.GetLogger(ctx).Warn("redis unreachable: reserve falls back to the database deduct; sku marked for re-sync",
-			"sku", in.SKU, "order_id", in.OrderID, "error", cause)
+	a.fallback.reservedInDB(in.SKU, now)
+	if a.fallback.markDue(in.SKU, now) {
 		detail := "redis unreachable"
 		if cause != nil {
 			detail += ": " + cause.Error()
 		}
 		if err := a.Store.RecordAnomalies(ctx, []Anomaly{{RunID: FallbackRunID, SKU: in.SKU, OrderID: in.OrderID,
 			Kind: KindRedisDown, Action: ActionDBOnly, Detail: detail}}); err != nil {
+			// No mark, no database-only reservation: the activity retries, and its next attempt marks first.
 			return "", fmt.Errorf("reserve %s in db: mark for re-sync: %w", in.SKU, err)
 		}
+		a.fallback.noteMarked(in.SKU, now)
+		activity.GetLogger(ctx).Warn("redis unreachable: reserve falls back to the database deduct; sku marked for re-sync",
+			"sku", in.SKU, "order_id", in.OrderID, "error", cause)
 	}
 	return ReservedInDB, nil
 }
@@ -195,4 +255,28 @@ func (a *Activities) coldLoad(ctx context.Context, sku string) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// resyncIfDue re-syncs the SKU's counter with the database (reconciliation's compare-and-set, which also marks
+// the open orders it counts) when this process reserved it through the database since its last re-sync:
+// Redis is answering again and still promises the units those reservations took in the database alone. It
+// runs on the first reserve of the SKU after Redis is back instead of waiting for the next reconciliation.
+// A failure or a race leaves it due (tried again after resyncEvery) and the reserve goes on; the
+// reconciliation's re-sync mark stays either way. A database-only deduct still on its way is counted by a
+// later re-sync.
+func (a *Activities) resyncIfDue(ctx context.Context, sku string) {
+	since, due := a.fallback.resyncDue(sku, time.Now())
+	if !due {
+		return
+	}
+	res, err := measureAndRepair(ctx, a.Redis, a.Store, sku, modeRepair)
+	if err != nil || res.code == codeRaced {
+		activity.GetLogger(ctx).Info("re-sync after the Redis-down fallback left for later", "sku", sku, "error", err)
+		return
+	}
+	a.fallback.resynced(sku, since)
+	if res.code != codeInLine {
+		activity.GetLogger(ctx).Warn("redis answers again: counter re-synced with the database", "sku", sku,
+			"before", res.before, "after", res.target)
+	}
 }

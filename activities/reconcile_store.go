@@ -320,26 +320,44 @@ func (s *Store) Anomalies(ctx context.Context, runID string) ([]AnomalyRow, erro
 	return out, nil
 }
 
-// resyncPending returns the SKUs among the given ones that the Redis-down fallback marked for re-sync and
-// reconciliation has not brought in line since: a redis_down row newer than the last resync row.
-func (s *Store) resyncPending(ctx context.Context, skus []string) (map[string]bool, error) {
-	out := map[string]bool{}
+// resyncPending returns the re-sync state of the SKUs among the given ones that the Redis-down fallback
+// marked and reconciliation has not cleared since (a redis_down row newer than the last resync row):
+// ResyncClear once the newest mark is ResyncSettle old (no database-only reservation can still be on its way
+// to its deduct), ResyncWait before.
+func (s *Store) resyncPending(ctx context.Context, skus []string) (map[string]Resync, error) {
+	out := map[string]Resync{}
+	settled := s.now().Add(-ResyncSettle)
 	err := inChunks(skus, func(chunk []string) error {
 		var rows []struct {
 			SKU            string
 			Marked, Synced int64
 		}
+		// Only the resynced row clears a mark: a repair made while the mark waits carries kind resync too.
 		if err := s.db.WithContext(ctx).Raw(`SELECT sku,
 				MAX(CASE WHEN kind = ? THEN id ELSE 0 END) AS marked,
-				MAX(CASE WHEN kind = ? THEN id ELSE 0 END) AS synced
+				MAX(CASE WHEN kind = ? AND action = ? THEN id ELSE 0 END) AS synced
 			FROM stock_anomalies WHERE sku IN ? AND kind IN (?, ?) GROUP BY sku`,
-			KindRedisDown, KindResync, chunk, KindRedisDown, KindResync).Scan(&rows).Error; err != nil {
+			KindRedisDown, KindResync, ActionResynced, chunk, KindRedisDown, KindResync).Scan(&rows).Error; err != nil {
 			return err
 		}
+		var marked []string
 		for _, r := range rows {
 			if r.Marked > r.Synced {
-				out[r.SKU] = true
+				marked = append(marked, r.SKU)
+				out[r.SKU] = ResyncClear
 			}
+		}
+		if len(marked) == 0 {
+			return nil
+		}
+		// The marks written in the last ResyncSettle: their SKUs wait.
+		var recent []string
+		if err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT sku FROM stock_anomalies
+			WHERE sku IN ? AND kind = ? AND created_at > ?`, marked, KindRedisDown, settled).Scan(&recent).Error; err != nil {
+			return err
+		}
+		for _, sku := range recent {
+			out[sku] = ResyncWait
 		}
 		return nil
 	})

@@ -101,7 +101,7 @@ func TestReconciler_NoFalseRepairWhileOrdersRace(t *testing.T) {
 			loop = false
 		default:
 		}
-		s, found, err := rec.SKU(ctx, sku, false)
+		s, found, err := rec.SKU(ctx, sku, activities.ResyncNone)
 		if err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
@@ -114,7 +114,7 @@ func TestReconciler_NoFalseRepairWhileOrdersRace(t *testing.T) {
 	if during.Repairs() != 0 || during.Drifted != 0 {
 		t.Errorf("reconciliation under load: %s", during)
 	}
-	final, found, err := rec.SKU(ctx, sku, false)
+	final, found, err := rec.SKU(ctx, sku, activities.ResyncNone)
 	if err != nil || final.Repairs() != 0 || len(found) != 0 {
 		t.Errorf("final run: %s %v %v", final, found, err)
 	}
