@@ -147,10 +147,22 @@ func (a *Activities) redisDownAfterColdLoad(ctx context.Context, sku string, ler
 	return fmt.Errorf("cold load of %s failed (%v), and redis does not answer: %w", sku, lerr, perr)
 }
 
-// ReleaseLine gives back one line's Redis hold (or writes its tombstone).
+// ReleaseLine gives back one line's Redis hold (or writes its tombstone). The units of a PAID order stay sold:
+// the workflow says so when its restore answered Sold, and when it did not restore (a later life of a paid
+// order's ID whose reserve failed compensates without one) the database's status says it.
 func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ReleaseOutcome, error) {
+	sold := in.Sold
+	if !sold {
+		o, err := a.Store.Order(ctx, in.OrderID)
+		switch {
+		case err == nil:
+			sold = o.Status == ordersaga.StatusPaid
+		case !errors.Is(err, ErrNotFound):
+			return "", err
+		}
+	}
 	release := a.Redis.Release
-	if in.Sold {
+	if sold {
 		release = a.Redis.ReleaseUnsold
 	}
 	out, err := release(ctx, in.OrderID, in.SKU)

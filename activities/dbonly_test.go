@@ -321,3 +321,54 @@ func TestReserveLine_ResyncsWhenRedisAnswersAgain(t *testing.T) {
 	e.expire(t, "o-dbo-7a", 3)
 	e.wantInLine(t, "after o-dbo-7a expired", 10)
 }
+
+// A later life of a PAID order's ID whose reserve failed compensates without a restore, so it never learns
+// from the database that the units are sold: its release must still keep the paid order's confirmed hold
+// (found by the spin model, -DSECOND_LIFE). Before, the release gave the PAID order's units back to Redis,
+// which then promised a unit the database does not have.
+func TestReleaseLine_KeepsAPaidOrdersUnitsWithoutBeingTold(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-8", 10)
+	var out activities.ReserveOutcome
+	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: "o-dbo-8", SKU: e.sku, Qty: 2}, &out)
+	e.deduct(t, "o-dbo-8", 2)
+	e.run(t, e.up, e.up.ConfirmLines, activities.ConfirmInput{OrderID: "o-dbo-8", SKUs: []string{e.sku}}, nil)
+	if err := e.store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "evt-dbo-8", OrderID: "o-dbo-8",
+		AmountCents: 200, Currency: "CNY", Result: ordersaga.PaymentApplied}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The second life's compensation: no restore (its deduct never started), then the release.
+	var rel activities.ReleaseOutcome
+	e.run(t, e.up, e.up.ReleaseLine, activities.LineInput{OrderID: "o-dbo-8", SKU: e.sku, Qty: 2}, &rel)
+	if rel != activities.KeptSold {
+		t.Errorf("release of a PAID order's line = %q, want %q", rel, activities.KeptSold)
+	}
+	e.wantInLine(t, "after the second life's release", 8)
+}
+
+// A PAID order whose confirm was lost still has its hold ('H') when a later life of its ID compensates: the
+// database took those units, so the release confirms the hold instead of giving it back (found by the spin
+// model, -DSECOND_LIFE). Before, the release in 'sold' mode gave an 'H' hold back.
+func TestReleaseLine_ConfirmsTheLostConfirmOfAPaidOrder(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-9", 10)
+	var out activities.ReserveOutcome
+	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: "o-dbo-9", SKU: e.sku, Qty: 2}, &out)
+	e.deduct(t, "o-dbo-9", 2) // the confirm never comes
+	if err := e.store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "evt-dbo-9", OrderID: "o-dbo-9",
+		AmountCents: 200, Currency: "CNY", Result: ordersaga.PaymentApplied}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, told := range []bool{true, false} { // the restore said Sold, or the release reads it
+		var rel activities.ReleaseOutcome
+		e.run(t, e.up, e.up.ReleaseLine, activities.LineInput{OrderID: "o-dbo-9", SKU: e.sku, Qty: 2, Sold: told}, &rel)
+		if rel != activities.KeptSold {
+			t.Errorf("release (sold=%v) of a PAID order's held line = %q, want %q", told, rel, activities.KeptSold)
+		}
+	}
+	e.wantInLine(t, "after the release", 8)
+	m, err := e.rs.Client().Get(t.Context(), e.rs.MarkerKey(e.sku, "o-dbo-9")).Result()
+	if err != nil || m != "C:2" {
+		t.Errorf("marker = %q, %v; want C:2 (confirmed)", m, err)
+	}
+}

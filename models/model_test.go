@@ -75,6 +75,10 @@ func TestModel(t *testing.T) {
 		{"restore_without_tombstone", []string{"-DGONE", "-DBUG_RESTORE_NO_TOMBSTONE"}, true},
 		{"deduct_ignores_restore", []string{"-DGONE", "-DBUG_DEDUCT_IGNORES_RESTORE"}, true},
 		{"release_before_restore", []string{"-DGONE", "-DBUG_RELEASE_FIRST"}, true},
+		// A later life of order 0's ID (Temporal forgot the first), days later.
+		{"second_life", []string{"-DSECOND_LIFE"}, false},
+		{"second_life_release_trusts_workflow", []string{"-DSECOND_LIFE", "-DBUG_RELEASE_TRUSTS_WORKFLOW"}, true},
+		{"second_life_sold_gives_hold", []string{"-DSECOND_LIFE", "-DBUG_SOLD_GIVES_HOLD"}, true},
 		// The database-only reservation (Redis unreachable) with the reconciler re-syncing during the run.
 		{"fallback", []string{"-DFALLBACK", "-DRECON=2"}, false},
 		{"resync_without_marks", []string{"-DFALLBACK", "-DRECON=2", "-DBUG_NO_MARK"}, true},

@@ -202,6 +202,9 @@ inline release_lua(o, sold, res) {
 #endif
   :: mk[o] == R || mk[o] == T -> res = DUP
   :: mk[o] == C && sold -> res = KEPT
+#ifndef BUG_SOLD_GIVES_HOLD
+  :: mk[o] == H && sold -> hold[o] = 0; mk[o] = C; ver++; res = KEPT   /* the lost confirm, done here */
+#endif
   :: else ->
      if
      :: loaded -> avail = avail + q[o]
@@ -450,9 +453,13 @@ compensate:
   fi;
   DIE;
 #endif
-  /* then release Redis (ReleaseLine, 'sold' mode when the database kept the units sold) */
+  /* then release Redis (ReleaseLine, 'sold' mode when the database kept the units sold: the restore said so,
+   * or ReleaseLine reads the order PAID, e.g. a later life of a paid order's ID that did not restore) */
   if
   :: rsv_started ->
+#ifndef BUG_RELEASE_TRUSTS_WORKFLOW
+     sold = sold || (st[o] == PAID);                     /* Store.Order, before the script */
+#endif
      if :: sold -> p_release[o] = 2 :: !sold -> p_release[o] = 1 :: skip fi;
      d_step { release_lua(o, sold, res); res = 0; sold = false }
   :: else -> skip
@@ -497,7 +504,11 @@ proctype Net(byte o) {
   :: d_step { p_deduct[o] -> p_deduct[o] = false; deduct_tx(o, res); res = 0 }
   :: d_step { p_confirm[o] -> p_confirm[o] = false; confirm_lua(o) }
   :: d_step { p_restore[o] -> p_restore[o] = false; restore_tx(o, sold); sold = false }
+#ifndef BUG_RELEASE_TRUSTS_WORKFLOW
+  :: d_step { p_release[o] > 0 -> sold = (p_release[o] == 2) || (st[o] == PAID); p_release[o] = 0; release_lua(o, sold, res); res = 0; sold = false }
+#else
   :: d_step { p_release[o] > 0 -> sold = (p_release[o] == 2); p_release[o] = 0; release_lua(o, sold, res); res = 0; sold = false }
+#endif
   :: d_step { p_paid[o] > 0 -> mark_paid_tx(o, p_paid[o], res); p_paid[o] = 0; res = 0 }
   :: quiet -> break
   od;

@@ -2,8 +2,11 @@
 -- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:o:{ORDER}
 -- KEYS[4] inv:{SKU}:ver (bumped on every change, for reconciliation's compare-and-set)
 -- ARGV[1] order ID   ARGV[2] marker TTL in seconds
--- ARGV[3] 'sold' when the database kept the order's units sold (the order is PAID): a confirmed hold ('C')
---         then stays confirmed, and only a hold the database never took ('H') is given back
+-- ARGV[3] 'sold' when the database kept the order's units sold (the order is PAID, so its deduct of every
+--         line stands): a confirmed hold ('C') stays confirmed, and a hold ('H') is confirmed (the order's
+--         confirm was lost: the database took the units). Never given back: Redis must not promise units the
+--         database sold. (A later life of the order ID that held again after the first life's marker expired
+--         is confirmed too: Redis then promises q units less than it could until reconciliation, the safe way.)
 -- Returns 1 released, 2 duplicate (already released), 3 tombstone written (never reserved), 7 kept (sold).
 -- Callers restore the DB before they release, so a confirmed hold ('C') is given back too, unless sold.
 local marker = redis.call('GET', KEYS[3])
@@ -18,7 +21,12 @@ local state = string.sub(marker, 1, 1)
 if state == 'R' or state == 'T' then
   return 2
 end
-if state == 'C' and ARGV[3] == 'sold' then
+if ARGV[3] == 'sold' then
+  if state == 'H' then
+    redis.call('HDEL', KEYS[2], ARGV[1])
+    redis.call('SET', KEYS[3], 'C:' .. string.sub(marker, 3), 'KEEPTTL')
+    redis.call('INCR', KEYS[4])
+  end
   return 7
 end
 local qty = tonumber(string.sub(marker, 3))
