@@ -468,15 +468,20 @@ func TestPlaceOrder_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 	const sku, user, key = "RACE-1", "u-race", "k-race"
 	e.Stock(t, sku, 1, 100)
 	body := orderBody(user, ordersaga.Line{SKU: sku, Qty: 1})
-	// The markers are ready (a backfill of the empty table), so that the server starts no backfill of its own
-	// during the race: one that writes this key's marker would pass for B's step in the hook. B is thus gated
-	// before its claim, and A, which finds the marker, after its claim.
-	token, err := e.Redis.BeginClaimsBackfill(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := e.Redis.FinishClaimsBackfill(context.Background(), token); !ok || err != nil {
-		t.Fatalf("finish the markers' backfill: %v %v", ok, err)
+	// The server's start-up backfill of the markers is over before the race: a backfill during it could write
+	// this key's marker, which would pass for B's step in the hook. With the markers ready B is gated before
+	// its claim, and A, which finds the marker, after its claim.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		ready, err := e.Redis.ClaimsReady(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idempotency markers are not ready a minute after the server started")
+		}
 	}
 	h := &sameKeyHook{
 		admitting: e.Redis.AdmittingKey(sku),
