@@ -155,17 +155,12 @@ func (p *placement) run() string {
 			return p.unavailable("redis", err)
 		}
 		if sku := again.SoldOutSKU; sku != "" {
-			cur, err := store.IdempotencyKey(ctx, p.req.UserID, p.key)
-			if err != nil {
-				return p.unavailable("database", err)
-			}
-			switch {
-			case cur.Answered():
-				p.replay(cur)
-				return outcomeReplayed
-			case !cur.Started:
+			cur, out, attach := p.refusedAfterClaim(ctx, func() string {
 				p.soldOut(sku)
 				return outcomeSoldOutFastPath
+			})
+			if !attach {
+				return out
 			}
 			rec = cur
 		}
@@ -176,8 +171,21 @@ func (p *placement) run() string {
 		adm.Done(context.WithoutCancel(ctx))
 		adm = nil
 	case !rec.Started && adm == nil:
-		if out, ok := p.gate(ctx, &adm); !ok {
-			return out
+		sku, err := p.admit(ctx, &adm)
+		if err != nil {
+			return p.unavailable("redis", err)
+		}
+		if sku != "" {
+			// Refused by the units of other requests, which may include the one that started this key's
+			// order since rec was read.
+			cur, out, attach := p.refusedAfterClaim(ctx, func() string {
+				p.gated(sku)
+				return outcomeSoldOutAdmitted
+			})
+			if !attach {
+				return out
+			}
+			rec = cur
 		}
 	}
 	if err := store.MarkIdempotencyStarted(ctx, p.req.UserID, p.key, rec.Generation); err != nil {
@@ -231,19 +239,47 @@ func (p *placement) answer(rec activities.IdempotencyRecord, res workflows.Reser
 	return outcomeRejected
 }
 
-// gate is the admission gate (RedisStock.Admit) for this request: ok with *adm set when admitted, else the
-// answer is written (409 sold-out, or 503 when Redis failed) and its outcome returned.
-func (p *placement) gate(ctx context.Context, adm **activities.Admission) (string, bool) {
-	a, sku, err := p.s.Redis.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
-	if err != nil {
-		return p.unavailable("redis", err), false
+// refusedAfterClaim answers a refusal (the fast path's recheck, or the admission gate) that came after the key
+// was claimed. A refusal may only answer a key whose order is not started, and the row read at the claim may
+// be stale by now (a concurrent request with the key may have started the order since), so the row is read
+// again: an answer kept is replayed; a key still not started gets the refusal, which refuse writes and returns
+// the outcome of. When the order is started, attach is true and cur is the row to attach to it with.
+func (p *placement) refusedAfterClaim(ctx context.Context, refuse func() string) (cur activities.IdempotencyRecord, out string, attach bool) {
+	cur, err := p.s.Store.IdempotencyKey(ctx, p.req.UserID, p.key)
+	switch {
+	case err != nil:
+		return cur, p.unavailable("database", err), false
+	case cur.Answered():
+		p.replay(cur)
+		return cur, outcomeReplayed, false
+	case !cur.Started:
+		return cur, refuse(), false
 	}
-	if sku != "" {
+	return cur, "", true
+}
+
+// gate is the admission gate for a key without state: ok with *adm set when admitted, else the answer is
+// written (409 sold-out, or 503 when Redis failed) and its outcome returned.
+func (p *placement) gate(ctx context.Context, adm **activities.Admission) (string, bool) {
+	sku, err := p.admit(ctx, adm)
+	switch {
+	case err != nil:
+		return p.unavailable("redis", err), false
+	case sku != "":
 		p.gated(sku)
 		return outcomeSoldOutAdmitted, false
 	}
-	*adm = a
 	return "", true
+}
+
+// admit asks the admission gate (RedisStock.Admit) for this request's lines, without answering: *adm is set
+// when admitted, else the SKU refused is returned (or Redis's error).
+func (p *placement) admit(ctx context.Context, adm **activities.Admission) (string, error) {
+	a, sku, err := p.s.Redis.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
+	if err == nil && sku == "" {
+		*adm = a
+	}
+	return sku, err
 }
 
 // gated answers 409 sold-out for a line whose units left are all being placed by other requests.

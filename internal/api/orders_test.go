@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -451,6 +452,137 @@ func TestPlaceOrder_ConcurrentSameKey(t *testing.T) {
 	inv, err := e.Store.Inventory(context.Background(), "CONC-1")
 	if err != nil || inv.Stock != 997 {
 		t.Errorf("stock %d (%v), want 997", inv.Stock, err)
+	}
+}
+
+// TestPlaceOrder_SameKeyGatedWhileTheFirstStarts: two requests with one key and body (a client's retry after a
+// timeout). The first (B) has its units admitted and the key claimed; the retry (A) reads the key's row (not
+// started yet), then B marks the key started and places the order, then A asks the admission gate, which
+// refuses it: B's units leave none. The key's order is started, so A must answer as B does (or 409
+// order-pending with Retry-After), never sold-out (docs/http-api.md, "the same key while the first request is
+// still deciding"). A Redis hook orders the steps: it holds B once B is admitted and its marker set, and holds
+// A's admission until B has marked the key started.
+func TestPlaceOrder_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t)
+	const sku, user, key = "RACE-1", "u-race", "k-race"
+	e.Stock(t, sku, 1, 100)
+	body := orderBody(user, ordersaga.Line{SKU: sku, Qty: 1})
+	// The server's start-up backfill of the markers is over before the race: a backfill during it could write
+	// this key's marker, which would pass for B's step in the hook. With the markers ready B is gated before
+	// its claim, and A, which finds the marker, after its claim.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		ready, err := e.Redis.ClaimsReady(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idempotency markers are not ready a minute after the server started")
+		}
+	}
+	h := &sameKeyHook{
+		admitting: e.Redis.AdmittingKey(sku),
+		marker:    e.Redis.ClaimKey(api.OrderID(user, key, 0)),
+		bHeld:     make(chan struct{}),
+		releaseB:  make(chan struct{}),
+	}
+	h.waitStarted = func() {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			rec, err := e.Store.IdempotencyKey(context.Background(), user, key)
+			if err == nil && rec.Started {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the first request did not mark the key started within a minute: %+v %v", rec, err)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	e.Redis.Client().AddHook(h)
+
+	var b response
+	var wg sync.WaitGroup
+	wg.Go(func() { b = e.place(key, body) })
+	select {
+	case <-h.bHeld:
+	case <-time.After(time.Minute):
+		close(h.releaseB)
+		wg.Wait()
+		t.Fatalf("the first request was not held after its admission and its marker: %s", b)
+	}
+	a := e.place(key, body)
+	wg.Wait()
+
+	if b.status != http.StatusCreated {
+		t.Fatalf("first request: %s, want 201", b)
+	}
+	want := b.order(t).OrderID
+	t.Logf("retry: %d (Idempotent-Replayed %q)", a.status, a.header.Get("Idempotent-Replayed"))
+	switch a.status {
+	case http.StatusCreated:
+		if got := a.order(t).OrderID; got != want {
+			t.Errorf("retry answered order %s, the first %s", got, want)
+		}
+	case http.StatusConflict:
+		p := a.wantProblem(t, http.StatusConflict, "order-pending")
+		if p.OrderID != want || a.header.Get("Retry-After") == "" {
+			t.Errorf("retry: %s (Retry-After %q), want order-pending for %s with Retry-After", a, a.header.Get("Retry-After"), want)
+		}
+	default:
+		t.Errorf("retry: %s, want 201 or 409 order-pending", a)
+	}
+	if h.admits.Load() != 2 {
+		t.Errorf("%d admissions asked, want 2 (the retry's must come after the first request's)", h.admits.Load())
+	}
+	if n := e.countRows("orders", "user_id = ?", user); n != 1 {
+		t.Errorf("%d orders, want 1", n)
+	}
+}
+
+// sameKeyHook orders two requests with one key (TestPlaceOrder_SameKeyGatedWhileTheFirstStarts): the first
+// admission (B's) and the marker's write are B's; once both are done B is held until the second admission
+// (A's) comes, which lets B go and waits for it to mark the key started before it runs.
+type sameKeyHook struct {
+	admitting, marker string
+	waitStarted       func()
+	bHeld, releaseB   chan struct{}
+	admits, bSteps    atomic.Int32
+}
+
+func (h *sameKeyHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *sameKeyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *sameKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		admit, mark := false, false
+		for _, c := range cmds {
+			args := c.Args()
+			switch {
+			case c.Name() == "incrby" && len(args) > 1 && args[1] == h.admitting:
+				admit = true
+			case c.Name() == "set" && len(args) > 1 && args[1] == h.marker:
+				mark = true
+			}
+		}
+		if admit && h.admits.Add(1) == 2 {
+			close(h.releaseB)
+			h.waitStarted()
+			return next(ctx, cmds)
+		}
+		err := next(ctx, cmds)
+		if (admit || mark) && h.bSteps.Add(1) == 2 {
+			close(h.bHeld)
+			select {
+			case <-h.releaseB:
+			case <-time.After(time.Minute):
+			}
+		}
+		return err
 	}
 }
 
