@@ -140,10 +140,12 @@ bool hold_released;          /* the reconciler ended a hold (repair_hold.lua rel
 #define SETTLED (loaded && avail == stock && ALL(NOHOLD) && ALL(SOLDKEPT) && stock + SUM(PAID_UNITS) == INIT)
 /* quiet, nobody helped (no death, no restart, no reconciler write): the protocol alone is back in line */
 #define SELF_OK (loaded && avail == stock && ALL(SELFHOLD) && ALL(SOLDKEPT))
-/* quiet, no workflow died: Redis never promises less than the database holds (an order's release gives back
- * exactly what the counter counted for it: an open order's standing deduct is counted iff it has a marker).
- * Not after a hold the reconciler ended (its units come back with the next fixAvail). */
-#define UNDER_OK (a_death || hold_released || !loaded || avail >= stock)
+/* quiet, no workflow died: Redis never promises less than the database holds, once the units of holds that
+ * no deduct took are counted (an order's release gives back exactly what the counter counted for it: an open
+ * order's standing deduct is counted iff it has a marker). Not after a hold the reconciler ended (its units come
+ * back with the next fixAvail), nor after a data loss (a late reserve and confirm of a closed order whose
+ * tombstone was lost take units that only reconciliation gives back). */
+#define UNDER_OK (a_death || hold_released || lost || !loaded || avail + SUM(OWES) >= stock)
 
 /* =========================== Redis scripts (activities/lua) =========================== */
 
