@@ -25,4 +25,9 @@
 //
 // and commit it. A new path gets a scenario in internal/e2e/record_test.go and an entry in requiredHistories
 // whose since is the release that first records it.
+//
+// May import: the root package, activities (to name the activities and their inputs), the Temporal SDK
+// (workflow, temporal, log, worker) and API types, and the standard library. Must not import go-redis,
+// miniredis, GORM, database/sql or any driver, net/..., os/..., syscall, math/rand, crypto/rand, the Temporal
+// client or activity packages, or any other package of the module (checked by internal/layers).
 package workflows

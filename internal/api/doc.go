@@ -2,4 +2,10 @@
 // and cancelling orders, the signed payment webhook, inventory admin, health, readiness and metrics.
 // NewServer builds the handler from its dependencies; Serve runs it with graceful shutdown, so the starter
 // and the local stack run the same server.
+//
+// May import: the root package, activities (the stores, through their types), workflows,
+// internal/orderclient, internal/webhook, the Temporal client and API, Prometheus, tally and the standard
+// library (net/http). Must not import go-redis, GORM, database/sql or any driver directly, internal/platform,
+// internal/testenv or internal/sagatest, or the Temporal workflow, worker or server packages (checked by
+// internal/layers).
 package api
