@@ -65,7 +65,7 @@ func (s *server) handlePutInventory() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sku := r.PathValue("sku")
 		if !ordersaga.ValidName(sku) {
-			pr := newProblem(kindInvalidField, "sku: want 1-64 characters of A-Za-z0-9-_.")
+			pr := newProblem(kindInvalidField, "sku: "+nameRule)
 			pr.Field = "sku"
 			writeProblem(w, pr)
 			return

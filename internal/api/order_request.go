@@ -16,6 +16,9 @@ import (
 // (rules.go).
 var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
 
+// nameRule is the reason given for a user_id or sku that is not an ordersaga.ValidName.
+const nameRule = "want 1-64 characters of A-Za-z0-9-_."
+
 // orderRequest is the body of POST /v1/orders.
 type orderRequest struct {
 	UserID string        `json:"user_id"`
@@ -38,7 +41,7 @@ func (e *fieldError) Error() string { return e.Field + ": " + e.Reason }
 // validate checks the body against docs/http-api.md's limits; the error names the first bad field.
 func (o orderRequest) validate() *fieldError {
 	if !ordersaga.ValidName(o.UserID) {
-		return &fieldError{"user_id", "want 1-64 characters of A-Za-z0-9-_."}
+		return &fieldError{"user_id", nameRule}
 	}
 	lines := make([]ordersaga.Line, len(o.Lines)) // in the request's order: the field names its index
 	for i, l := range o.Lines {
@@ -56,7 +59,7 @@ func (o orderRequest) validate() *fieldError {
 	case ordersaga.FaultDuplicate:
 		return &fieldError{p.Field(), fmt.Sprintf("%s appears twice: SKUs must be distinct", lines[p.Line].SKU)}
 	}
-	return &fieldError{p.Field(), "want 1-64 characters of A-Za-z0-9-_."}
+	return &fieldError{p.Field(), nameRule}
 }
 
 // lines are the order's lines sorted by SKU: the canonical form the fingerprint and the workflow get.
