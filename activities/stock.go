@@ -62,24 +62,23 @@ func sortedLines(lines []ordersaga.Line) []ordersaga.Line {
 	return out
 }
 
+// validateLines checks what the store needs of an order's lines (ordersaga.StoredOrderRules: no upper
+// limits, so that a compensation is never refused).
 func validateLines(op string, orderID string, lines []ordersaga.Line) error {
 	if orderID == "" {
 		return fmt.Errorf("%s: order_id is empty", op)
 	}
-	if len(lines) == 0 {
+	p := ordersaga.StoredOrderRules.CheckLines(lines)
+	switch {
+	case p == nil:
+		return nil
+	case p.Fault == ordersaga.FaultCount:
 		return fmt.Errorf("%s %s: no lines", op, orderID)
+	case p.Fault == ordersaga.FaultDuplicate:
+		return fmt.Errorf("%s %s: sku %q appears twice", op, orderID, lines[p.Line].SKU)
 	}
-	seen := map[string]bool{}
-	for _, l := range lines {
-		if l.SKU == "" || l.Qty <= 0 {
-			return fmt.Errorf("%s %s: line sku=%q qty=%d: sku must be set and qty positive", op, orderID, l.SKU, l.Qty)
-		}
-		if seen[l.SKU] {
-			return fmt.Errorf("%s %s: sku %q appears twice", op, orderID, l.SKU)
-		}
-		seen[l.SKU] = true
-	}
-	return nil
+	l := lines[p.Line]
+	return fmt.Errorf("%s %s: line sku=%q qty=%d: sku must be set and qty positive", op, orderID, l.SKU, l.Qty)
 }
 
 // Deduct takes the units of every line from db.stock in one transaction: per line the DEDUCT ledger row

@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"go.temporal.io/sdk/log"
@@ -50,37 +49,27 @@ type orderWorkflow struct {
 	payResults map[string]ordersaga.PaymentResult
 }
 
-var (
-	orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
-	namePattern    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) // user_id and sku (docs/http-api.md)
-)
-
 // ValidateInput checks an OrderInput; the API validates the same before it starts a workflow.
 func ValidateInput(in OrderInput) error {
-	if !orderIDPattern.MatchString(in.OrderID) {
+	if !ordersaga.ValidOrderID(in.OrderID) {
 		return fmt.Errorf("order input: order_id %q must be 1-64 chars of A-Za-z0-9._:-", in.OrderID)
 	}
-	if !namePattern.MatchString(in.UserID) {
+	if !ordersaga.ValidName(in.UserID) {
 		return fmt.Errorf("order input: user_id %q must be 1-64 chars of A-Za-z0-9._-", in.UserID)
 	}
 	if len(in.Currency) != 3 {
 		return fmt.Errorf("order input: currency %q must be a 3-letter ISO 4217 code", in.Currency)
 	}
-	if len(in.Lines) < 1 || len(in.Lines) > 20 {
-		return fmt.Errorf("order input: lines: want 1-20, got %d", len(in.Lines))
-	}
-	seen := make(map[string]bool, len(in.Lines))
-	for i, l := range in.Lines {
-		if !namePattern.MatchString(l.SKU) {
-			return fmt.Errorf("order input: lines[%d].sku %q must be 1-64 chars of A-Za-z0-9._-", i, l.SKU)
+	if p := ordersaga.NewOrderRules.CheckLines(in.Lines); p != nil {
+		switch p.Fault {
+		case ordersaga.FaultCount:
+			return fmt.Errorf("order input: lines: want 1-%d, got %d", ordersaga.MaxLines, p.Count)
+		case ordersaga.FaultQty:
+			return fmt.Errorf("order input: %s %d must be 1-%d", p.Field(), in.Lines[p.Line].Qty, ordersaga.MaxQty)
+		case ordersaga.FaultDuplicate:
+			return fmt.Errorf("order input: %s %q appears twice", p.Field(), in.Lines[p.Line].SKU)
 		}
-		if l.Qty < 1 || l.Qty > 1000 {
-			return fmt.Errorf("order input: lines[%d].qty %d must be 1-1000", i, l.Qty)
-		}
-		if seen[l.SKU] {
-			return fmt.Errorf("order input: lines[%d].sku %q appears twice", i, l.SKU)
-		}
-		seen[l.SKU] = true
+		return fmt.Errorf("order input: %s %q must be 1-64 chars of A-Za-z0-9._-", p.Field(), in.Lines[p.Line].SKU)
 	}
 	if in.PaymentTimeout < 0 || in.PaymentTimeout > MaxPaymentTimeout {
 		return fmt.Errorf("order input: payment timeout %s must be between 0 and %s", in.PaymentTimeout, MaxPaymentTimeout)
@@ -262,15 +251,15 @@ func (w *orderWorkflow) confirm(ctx workflow.Context) {
 func (w *orderWorkflow) reject(ctx workflow.Context, cause error) (ordersaga.Order, error) {
 	// The reason is for the buyer and the orders table: a kind, never an error chain (hosts, SQL). The whole
 	// cause goes to the log.
-	reason := "reservation failed: " + failureKind(cause)
+	reason := ordersaga.RejectReason{Kind: ordersaga.RejectFailed, Failure: failureKind(cause)}
 	w.logger.Warn("reservation failed", "error", cause)
 	switch {
 	case w.soldOutSKU != "":
-		reason = "sold out: " + w.soldOutSKU
+		reason = ordersaga.RejectReason{Kind: ordersaga.RejectSoldOut, SKU: w.soldOutSKU}
 	case w.unknownSKU != "":
-		reason = "unknown sku: " + w.unknownSKU
+		reason = ordersaga.RejectReason{Kind: ordersaga.RejectUnknownSKU, SKU: w.unknownSKU}
 	}
-	if err := w.setStatus(ctx, ordersaga.StatusRejected, reason); err != nil {
+	if err := w.setStatus(ctx, ordersaga.StatusRejected, reason.String()); err != nil {
 		return ordersaga.Order{}, err
 	}
 	w.compensate(ctx)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
 )
 
@@ -41,7 +42,7 @@ type inventoryRequest struct {
 func (s *server) handleGetInventory() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sku := r.PathValue("sku")
-		if !namePattern.MatchString(sku) {
+		if !ordersaga.ValidName(sku) {
 			writeUnknownSKU(w, "")
 			return
 		}
@@ -63,8 +64,8 @@ func (s *server) handleGetInventory() http.Handler {
 func (s *server) handlePutInventory() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sku := r.PathValue("sku")
-		if !namePattern.MatchString(sku) {
-			pr := newProblem(kindInvalidField, "sku: want 1-64 characters of A-Za-z0-9-_.")
+		if !ordersaga.ValidName(sku) {
+			pr := newProblem(kindInvalidField, "sku: "+nameRule)
 			pr.Field = "sku"
 			writeProblem(w, pr)
 			return

@@ -12,18 +12,12 @@ import (
 	"github.com/ordersaga/ordersaga"
 )
 
-// Limits of POST /v1/orders (docs/http-api.md).
-const (
-	maxLines = 20
-	maxQty   = 1000
-)
+// The Idempotency-Key's character set (docs/http-api.md); the limits of an order are ordersaga's rulebook
+// (rules.go).
+var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
 
-// The character sets of docs/http-api.md (regexps are safe to share between requests).
-var (
-	idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
-	namePattern           = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) // user_id and sku
-	orderIDPattern        = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
-)
+// nameRule is the reason given for a user_id or sku that is not an ordersaga.ValidName.
+const nameRule = "want 1-64 characters of A-Za-z0-9-_."
 
 // orderRequest is the body of POST /v1/orders.
 type orderRequest struct {
@@ -46,27 +40,26 @@ func (e *fieldError) Error() string { return e.Field + ": " + e.Reason }
 
 // validate checks the body against docs/http-api.md's limits; the error names the first bad field.
 func (o orderRequest) validate() *fieldError {
-	if !namePattern.MatchString(o.UserID) {
-		return &fieldError{"user_id", "want 1-64 characters of A-Za-z0-9-_."}
+	if !ordersaga.ValidName(o.UserID) {
+		return &fieldError{"user_id", nameRule}
 	}
-	if len(o.Lines) < 1 || len(o.Lines) > maxLines {
-		return &fieldError{"lines", fmt.Sprintf("want 1-%d lines, got %d", maxLines, len(o.Lines))}
-	}
-	seen := make(map[string]bool, len(o.Lines))
+	lines := make([]ordersaga.Line, len(o.Lines)) // in the request's order: the field names its index
 	for i, l := range o.Lines {
-		field := fmt.Sprintf("lines[%d]", i)
-		if !namePattern.MatchString(l.SKU) {
-			return &fieldError{field + ".sku", "want 1-64 characters of A-Za-z0-9-_."}
-		}
-		if l.Qty < 1 || l.Qty > maxQty {
-			return &fieldError{field + ".qty", fmt.Sprintf("want 1-%d, got %d", maxQty, l.Qty)}
-		}
-		if seen[l.SKU] {
-			return &fieldError{field + ".sku", fmt.Sprintf("%s appears twice: SKUs must be distinct", l.SKU)}
-		}
-		seen[l.SKU] = true
+		lines[i] = ordersaga.Line{SKU: l.SKU, Qty: l.Qty}
 	}
-	return nil
+	p := ordersaga.NewOrderRules.CheckLines(lines)
+	if p == nil {
+		return nil
+	}
+	switch p.Fault {
+	case ordersaga.FaultCount:
+		return &fieldError{p.Field(), fmt.Sprintf("want 1-%d lines, got %d", ordersaga.MaxLines, p.Count)}
+	case ordersaga.FaultQty:
+		return &fieldError{p.Field(), fmt.Sprintf("want 1-%d, got %d", ordersaga.MaxQty, lines[p.Line].Qty)}
+	case ordersaga.FaultDuplicate:
+		return &fieldError{p.Field(), fmt.Sprintf("%s appears twice: SKUs must be distinct", lines[p.Line].SKU)}
+	}
+	return &fieldError{p.Field(), nameRule}
 }
 
 // lines are the order's lines sorted by SKU: the canonical form the fingerprint and the workflow get.
@@ -103,4 +96,4 @@ func OrderID(userID, key string, generation int64) string {
 
 // validOrderID reports whether id can name an order (anything else is answered 404 without a lookup): the
 // workflows' ID character set.
-func validOrderID(id string) bool { return orderIDPattern.MatchString(id) }
+func validOrderID(id string) bool { return ordersaga.ValidOrderID(id) }

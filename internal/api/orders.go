@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -361,14 +360,19 @@ func (s *server) closedReservation(ctx context.Context, orderID string) (workflo
 	return reservationOf(o), nil
 }
 
-// reservationOf rebuilds the reservation answer of a closed order.
+// reservationOf rebuilds the reservation answer of a closed order from its closed_reason (the workflow wrote
+// it with ordersaga.RejectReason).
 func reservationOf(o ordersaga.Order) workflows.Reservation {
 	res := workflows.Reservation{Order: o}
-	if o.Status == ordersaga.StatusRejected {
-		if sku, ok := strings.CutPrefix(o.ClosedReason, "sold out: "); ok {
-			res.SoldOutSKU = sku
-		} else if sku, ok := strings.CutPrefix(o.ClosedReason, "unknown sku: "); ok {
-			res.UnknownSKU = sku
+	if o.Status != ordersaga.StatusRejected {
+		return res
+	}
+	if r, ok := ordersaga.ParseRejectReason(o.ClosedReason); ok {
+		switch r.Kind {
+		case ordersaga.RejectSoldOut:
+			res.SoldOutSKU = r.SKU
+		case ordersaga.RejectUnknownSKU:
+			res.UnknownSKU = r.SKU
 		}
 	}
 	return res

@@ -1,0 +1,140 @@
+package ordersaga
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The rulebook of an order: its limits (docs/http-api.md, POST /v1/orders), the one check of its lines, and
+// the text of a rejection. The API, the workflow and the store all check lines with CheckLines; each words
+// its own error from the LineProblem.
+
+// Limits of a new order.
+const (
+	MaxLines   = 20   // lines of an order (at least 1)
+	MaxQty     = 1000 // units of one line (at least 1)
+	MaxNameLen = 64   // characters of a user_id or a sku (at least 1, of A-Za-z0-9-_.)
+)
+
+// The character sets (regexps are safe to share).
+var (
+	namePattern    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+)
+
+// ValidName reports whether s can be a user_id or a sku: 1-64 characters of A-Za-z0-9-_.
+func ValidName(s string) bool { return namePattern.MatchString(s) }
+
+// ValidOrderID reports whether s can be an order ID (and so a workflow ID's tail): 1-64 characters of
+// A-Za-z0-9-_.:
+func ValidOrderID(s string) bool { return orderIDPattern.MatchString(s) }
+
+// LineRules chooses how strictly CheckLines checks. Every set of rules wants at least one line, a non-empty
+// sku and a positive qty on each, and distinct SKUs.
+type LineRules struct {
+	MaxLines int   // most lines; 0: no limit
+	MaxQty   int64 // most units of a line; 0: no limit
+	Names    bool  // a sku must be a ValidName (else any non-empty sku)
+}
+
+var (
+	// NewOrderRules are the limits of an order being placed: the API's and the workflow's.
+	NewOrderRules = LineRules{MaxLines: MaxLines, MaxQty: MaxQty, Names: true}
+	// StoredOrderRules are what the store needs of any lines it deducts or restores: no upper limits and no
+	// character set, so that no limit can ever refuse the compensation of an order placed under others.
+	StoredOrderRules = LineRules{}
+)
+
+// LineFault is what is wrong with an order's lines.
+type LineFault int
+
+// Line faults, in the order CheckLines looks for them (the count first, then line by line: sku, qty,
+// duplicate).
+const (
+	FaultCount     LineFault = iota + 1 // too few or too many lines
+	FaultSKU                            // a sku is empty or not a ValidName
+	FaultQty                            // a qty is below 1 or above the limit
+	FaultDuplicate                      // a sku is on an earlier line too
+)
+
+// LineProblem is the first fault CheckLines found.
+type LineProblem struct {
+	Fault LineFault
+	Line  int // index of the faulty line in the lines checked; -1 for FaultCount
+	Count int // how many lines there are
+}
+
+// Field names the faulty field as the API does: "lines", "lines[i].sku" or "lines[i].qty".
+func (p *LineProblem) Field() string {
+	switch p.Fault {
+	case FaultCount:
+		return "lines"
+	case FaultQty:
+		return fmt.Sprintf("lines[%d].qty", p.Line)
+	}
+	return fmt.Sprintf("lines[%d].sku", p.Line)
+}
+
+// CheckLines returns the first fault of lines under r, or nil.
+func (r LineRules) CheckLines(lines []Line) *LineProblem {
+	if len(lines) < 1 || (r.MaxLines > 0 && len(lines) > r.MaxLines) {
+		return &LineProblem{Fault: FaultCount, Line: -1, Count: len(lines)}
+	}
+	seen := make(map[string]bool, len(lines))
+	for i, l := range lines {
+		fault := LineFault(0)
+		switch {
+		case l.SKU == "" || (r.Names && !ValidName(l.SKU)):
+			fault = FaultSKU
+		case l.Qty < 1 || (r.MaxQty > 0 && l.Qty > r.MaxQty):
+			fault = FaultQty
+		case seen[l.SKU]:
+			fault = FaultDuplicate
+		}
+		if fault != 0 {
+			return &LineProblem{Fault: fault, Line: i, Count: len(lines)}
+		}
+		seen[l.SKU] = true
+	}
+	return nil
+}
+
+// RejectKind is why an order was REJECTED: the words that begin its closed_reason.
+type RejectKind string
+
+// Reject kinds.
+const (
+	RejectSoldOut    RejectKind = "sold out"           // a line had too few units (SKU names it)
+	RejectUnknownSKU RejectKind = "unknown sku"        // a line's SKU is not in the inventory (SKU names it)
+	RejectFailed     RejectKind = "reservation failed" // anything else (Failure names the failure's kind)
+)
+
+// RejectReason is why an order was REJECTED. Its String is the order's closed_reason (docs/http-api.md), and
+// ParseRejectReason reads that text back (orders closed long ago are only known by their stored text).
+type RejectReason struct {
+	Kind    RejectKind
+	SKU     string // RejectSoldOut, RejectUnknownSKU
+	Failure string // RejectFailed: a short kind ("Compensated", "timeout", ...), never an error chain
+}
+
+// String is the closed_reason: "sold out: <sku>", "unknown sku: <sku>" or "reservation failed: <kind>".
+func (r RejectReason) String() string {
+	if r.Kind == RejectFailed {
+		return string(r.Kind) + ": " + r.Failure
+	}
+	return string(r.Kind) + ": " + r.SKU
+}
+
+// ParseRejectReason reads a closed_reason written by RejectReason.String; ok is false for any other text.
+func ParseRejectReason(s string) (r RejectReason, ok bool) {
+	for _, k := range []RejectKind{RejectSoldOut, RejectUnknownSKU, RejectFailed} {
+		if rest, found := strings.CutPrefix(s, string(k)+": "); found {
+			if k == RejectFailed {
+				return RejectReason{Kind: k, Failure: rest}, true
+			}
+			return RejectReason{Kind: k, SKU: rest}, true
+		}
+	}
+	return RejectReason{}, false
+}

@@ -1,0 +1,145 @@
+package ordersaga_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// okLines are n valid distinct lines of qty each.
+func okLines(n int, qty int64) []ordersaga.Line {
+	out := make([]ordersaga.Line, n)
+	for i := range out {
+		out[i] = ordersaga.Line{SKU: fmt.Sprintf("SKU-%d", i), Qty: qty}
+	}
+	return out
+}
+
+// withLine is okLines(2, 1) with line i replaced.
+func withLine(i int, l ordersaga.Line) []ordersaga.Line {
+	out := okLines(2, 1)
+	out[i] = l
+	return out
+}
+
+func TestCheckLines(t *testing.T) {
+	t.Parallel()
+	name64 := strings.Repeat("S", 64)
+	tests := []struct {
+		name  string
+		lines []ordersaga.Line
+		// what NewOrderRules and StoredOrderRules find: the fault and the field ("" for none)
+		newFault, storedFault ordersaga.LineFault
+		newField, storedField string
+	}{
+		{"1_line", okLines(1, 1), 0, 0, "", ""},
+		{"0_lines", nil, ordersaga.FaultCount, ordersaga.FaultCount, "lines", "lines"},
+		{"20_lines", okLines(20, 1), 0, 0, "", ""},
+		{"21_lines", okLines(21, 1), ordersaga.FaultCount, 0, "lines", ""},
+		{"qty_1", withLine(1, ordersaga.Line{SKU: "B", Qty: 1}), 0, 0, "", ""},
+		{"qty_0", withLine(1, ordersaga.Line{SKU: "B", Qty: 0}), ordersaga.FaultQty, ordersaga.FaultQty, "lines[1].qty", "lines[1].qty"},
+		{"qty_negative", withLine(1, ordersaga.Line{SKU: "B", Qty: -1}), ordersaga.FaultQty, ordersaga.FaultQty, "lines[1].qty", "lines[1].qty"},
+		{"qty_1000", okLines(2, 1000), 0, 0, "", ""},
+		{"qty_1001", withLine(0, ordersaga.Line{SKU: "A", Qty: 1001}), ordersaga.FaultQty, 0, "lines[0].qty", ""},
+		{"sku_of_1_char", withLine(0, ordersaga.Line{SKU: "A", Qty: 1}), 0, 0, "", ""},
+		{"sku_empty", withLine(1, ordersaga.Line{SKU: "", Qty: 1}), ordersaga.FaultSKU, ordersaga.FaultSKU, "lines[1].sku", "lines[1].sku"},
+		{"sku_of_64_chars", withLine(0, ordersaga.Line{SKU: name64, Qty: 1}), 0, 0, "", ""},
+		{"sku_of_65_chars", withLine(0, ordersaga.Line{SKU: name64 + "S", Qty: 1}), ordersaga.FaultSKU, 0, "lines[0].sku", ""},
+		{"sku_of_every_allowed_char", withLine(0, ordersaga.Line{SKU: "AZaz09-_.", Qty: 1}), 0, 0, "", ""},
+		{"sku_with_space", withLine(0, ordersaga.Line{SKU: "SKU 1", Qty: 1}), ordersaga.FaultSKU, 0, "lines[0].sku", ""},
+		{"sku_with_colon", withLine(0, ordersaga.Line{SKU: "SKU:1", Qty: 1}), ordersaga.FaultSKU, 0, "lines[0].sku", ""},
+		{"sku_with_newline_at_end", withLine(0, ordersaga.Line{SKU: "SKU\n", Qty: 1}), ordersaga.FaultSKU, 0, "lines[0].sku", ""},
+		{"distinct_skus", okLines(3, 1), 0, 0, "", ""},
+		{"duplicate_sku", withLine(1, ordersaga.Line{SKU: "SKU-0", Qty: 2}), ordersaga.FaultDuplicate, ordersaga.FaultDuplicate, "lines[1].sku", "lines[1].sku"},
+		{"bad_qty_before_duplicate", withLine(1, ordersaga.Line{SKU: "SKU-0", Qty: 0}), ordersaga.FaultQty, ordersaga.FaultQty, "lines[1].qty", "lines[1].qty"},
+		{"bad_sku_before_bad_qty", withLine(1, ordersaga.Line{SKU: "", Qty: 0}), ordersaga.FaultSKU, ordersaga.FaultSKU, "lines[1].sku", "lines[1].sku"},
+		{"first_bad_line_wins", []ordersaga.Line{{SKU: "A", Qty: 0}, {SKU: "", Qty: 1}}, ordersaga.FaultQty, ordersaga.FaultQty, "lines[0].qty", "lines[0].qty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range []struct {
+				rules ordersaga.LineRules
+				which string
+				fault ordersaga.LineFault
+				field string
+			}{
+				{ordersaga.NewOrderRules, "new", tt.newFault, tt.newField},
+				{ordersaga.StoredOrderRules, "stored", tt.storedFault, tt.storedField},
+			} {
+				p := c.rules.CheckLines(tt.lines)
+				if c.fault == 0 {
+					if p != nil {
+						t.Errorf("%s rules: %+v (%s), want no fault", c.which, *p, p.Field())
+					}
+					continue
+				}
+				if p == nil {
+					t.Errorf("%s rules: no fault, want %d on %s", c.which, c.fault, c.field)
+					continue
+				}
+				if p.Fault != c.fault || p.Field() != c.field || p.Count != len(tt.lines) {
+					t.Errorf("%s rules: %+v on %s, want fault %d on %s (count %d)", c.which, *p, p.Field(), c.fault, c.field, len(tt.lines))
+				}
+			}
+		})
+	}
+}
+
+func TestValidNameAndOrderID(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		s             string
+		name, orderID bool
+	}{
+		{"", false, false},
+		{"a", true, true},
+		{"AZaz09-_.", true, true},
+		{strings.Repeat("u", 64), true, true},
+		{strings.Repeat("u", 65), false, false},
+		{"u:1", false, true},
+		{"u 1", false, false},
+		{"u/1", false, false},
+		{"é", false, false},
+		{"u\n", false, false},
+	} {
+		if got := ordersaga.ValidName(tt.s); got != tt.name {
+			t.Errorf("ValidName(%q) = %v, want %v", tt.s, got, tt.name)
+		}
+		if got := ordersaga.ValidOrderID(tt.s); got != tt.orderID {
+			t.Errorf("ValidOrderID(%q) = %v, want %v", tt.s, got, tt.orderID)
+		}
+	}
+}
+
+func TestRejectReasonRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		r    ordersaga.RejectReason
+		text string // the closed_reason as clients and stored rows have it
+	}{
+		{ordersaga.RejectReason{Kind: ordersaga.RejectSoldOut, SKU: "SKU-B"}, "sold out: SKU-B"},
+		{ordersaga.RejectReason{Kind: ordersaga.RejectUnknownSKU, SKU: "SKU-B"}, "unknown sku: SKU-B"},
+		{ordersaga.RejectReason{Kind: ordersaga.RejectFailed, Failure: "Compensated"}, "reservation failed: Compensated"},
+		{ordersaga.RejectReason{Kind: ordersaga.RejectFailed, Failure: "timeout"}, "reservation failed: timeout"},
+		{ordersaga.RejectReason{Kind: ordersaga.RejectFailed, Failure: "internal error"}, "reservation failed: internal error"},
+		{ordersaga.RejectReason{Kind: ordersaga.RejectSoldOut, SKU: "a.b_c-D"}, "sold out: a.b_c-D"},
+	} {
+		if got := tt.r.String(); got != tt.text {
+			t.Errorf("%+v.String() = %q, want %q", tt.r, got, tt.text)
+		}
+		back, ok := ordersaga.ParseRejectReason(tt.text)
+		if !ok || back != tt.r {
+			t.Errorf("ParseRejectReason(%q) = %+v, %v, want %+v, true", tt.text, back, ok, tt.r)
+		}
+	}
+	// Other closed reasons are not rejections' and are not read as one.
+	for _, s := range []string{"", "payment deadline passed", "cancelled", "closed by reconciliation: workflow TIMED_OUT",
+		"sold out", "Sold out: X", "sold out:X", "reservation failed"} {
+		if r, ok := ordersaga.ParseRejectReason(s); ok {
+			t.Errorf("ParseRejectReason(%q) = %+v, true, want false", s, r)
+		}
+	}
+}
