@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/api"
 )
 
 // followUp does to an accepted order what its plan says: pay it, cancel it, pay it after it expired, pay a
@@ -15,14 +16,11 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 	r.mu.Lock()
 	o := *r.orders[orderID]
 	r.mu.Unlock()
-	amount := int64(0)
-	for _, l := range o.Lines {
-		amount += l.Qty * l.UnitPriceCents
-	}
+	amount := ordersaga.Amount(o.Lines)
 	switch o.Action {
 	case ActionPay, ActionWrongThenPay, ActionWrongPay:
 		if o.Action != ActionPay {
-			wrong := PaymentEvent{EventID: wrongPayEventID(orderID), OrderID: orderID, AmountCents: amount - 1, Currency: r.cfg.Currency, Status: "succeeded"}
+			wrong := api.PaymentEvent{EventID: wrongPayEventID(orderID), OrderID: orderID, AmountCents: amount - 1, Currency: r.cfg.Currency, Status: api.PaymentSucceeded}
 			// Always redelivered: a wrong amount must be refunded exactly once.
 			r.deliver(ctx, wrong, false, OutPay)
 			r.deliver(ctx, wrong, false, OutPay)
@@ -30,7 +28,7 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 				return
 			}
 		}
-		ev := PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: "succeeded"}
+		ev := api.PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: api.PaymentSucceeded}
 		r.deliver(ctx, ev, false, OutPay)
 		if p.duplicate {
 			r.deliver(ctx, ev, false, OutPay)
@@ -44,7 +42,7 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 		if !r.awaitExpiry(ctx, o) {
 			return
 		}
-		ev := PaymentEvent{EventID: latePayEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: "succeeded"}
+		ev := api.PaymentEvent{EventID: latePayEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: api.PaymentSucceeded}
 		// Always redelivered: a late payment must be refunded exactly once.
 		r.deliver(ctx, ev, true, OutLatePay)
 		r.deliver(ctx, ev, true, OutLatePay)
@@ -63,7 +61,7 @@ func (r *Runner) acquire(ctx context.Context) bool {
 func (r *Runner) release() { <-r.httpSem }
 
 // deliver posts a payment event as a provider does: retried on a transport error or a 5xx.
-func (r *Runner) deliver(ctx context.Context, ev PaymentEvent, late bool, out Outcome) {
+func (r *Runner) deliver(ctx context.Context, ev api.PaymentEvent, late bool, out Outcome) {
 	r.mu.Lock()
 	ps, ok := r.payments[ev.EventID]
 	if !ok {
@@ -81,7 +79,7 @@ func (r *Runner) deliver(ctx context.Context, ev PaymentEvent, late bool, out Ou
 		if err == nil && a.Status == http.StatusOK {
 			r.stats.Record(out, a.Latency)
 			r.mu.Lock()
-			ps.Results = append(ps.Results, w.Result)
+			ps.Results = append(ps.Results, string(w.Result))
 			r.mu.Unlock()
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/activities"
 )
 
 // Names of the checks, as Finding.Check and in the report.
@@ -319,10 +320,10 @@ func checkAPI(j *judge, s Snapshot) {
 		}
 		var nApplied, nRefunded int64
 		for _, r := range p.Results {
-			switch ordersaga.PaymentResult(r) {
-			case ordersaga.PaymentApplied:
+			switch res := ordersaga.PaymentResult(r); {
+			case res == ordersaga.PaymentApplied:
 				nApplied++
-			case ordersaga.PaymentRefunded, ordersaga.PaymentRejectedAmount: // both are refunds
+			case res.Refunds(): // refunded and rejected_amount
 				nRefunded++
 			}
 		}
@@ -396,10 +397,10 @@ func checkDB(j *judge, s Snapshot) {
 	for _, r := range db.Ledger {
 		rows[lineKey{r.OrderID, r.SKU, r.Op}]++
 		switch r.Op {
-		case "DEDUCT":
+		case activities.OpDeduct:
 			deducted[r.SKU] += r.Qty
 			kept[[2]string{r.OrderID, r.SKU}] += r.Qty
-		case "RESTORE":
+		case activities.OpRestore:
 			restored[r.SKU] += r.Qty
 			kept[[2]string{r.OrderID, r.SKU}] -= r.Qty
 		}
