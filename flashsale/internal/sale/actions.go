@@ -86,12 +86,7 @@ func (r *Runner) deliver(ctx context.Context, ev api.PaymentEvent, late bool, ou
 		if ctx.Err() != nil {
 			return
 		}
-		r.stats.Record(OutError, a.Latency)
-		msg := string(a.Body)
-		if err != nil {
-			msg = err.Error()
-		}
-		r.stats.Error("webhook "+errorKind(a, err), msg)
+		r.failed("webhook ", a, err)
 		if err == nil && a.Status < 500 {
 			return // 4xx: the provider would not retry
 		}
@@ -123,12 +118,21 @@ func (r *Runner) cancel(ctx context.Context, orderID string) {
 	if ctx.Err() != nil {
 		return
 	}
+	r.failed("cancel ", a, err)
+}
+
+// failed counts an exchange that got no usable answer as an error of op's kind, with the body or the error.
+func (r *Runner) failed(op string, a Answer, err error) {
 	r.stats.Record(OutError, a.Latency)
-	msg := string(a.Body)
+	r.stats.Error(op+errorKind(a, err), failure(a, err))
+}
+
+// failure is what an exchange that failed said: the error, or else the answer's body.
+func failure(a Answer, err error) string {
 	if err != nil {
-		msg = err.Error()
+		return err.Error()
 	}
-	r.stats.Error("cancel "+errorKind(a, err), msg)
+	return string(a.Body)
 }
 
 // awaitExpiry waits until the order's deadline has passed and the API shows it closed.

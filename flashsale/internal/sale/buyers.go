@@ -195,11 +195,7 @@ func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
 	}
 	r.stats.Record(out, a.Latency)
 	if out == OutError {
-		msg := string(a.Body)
-		if err != nil {
-			msg = err.Error()
-		}
-		r.stats.Error(errorKind(a, err), msg)
+		r.stats.Error(errorKind(a, err), failure(a, err))
 		return a, false
 	}
 	if err != nil || a.Status != http.StatusCreated {

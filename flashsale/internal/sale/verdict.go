@@ -55,46 +55,39 @@ type Counts struct {
 	CacheDrift int64 `json:"cache_drift"`
 }
 
-func (c Counts) get(check string) int64 {
+// field is the count of a check (nil for a name that is not one).
+func (c *Counts) field(check string) *int64 {
 	switch check {
 	case CheckOversold:
-		return c.OversoldUnits
+		return &c.OversoldUnits
 	case CheckLost:
-		return c.LostUnits
+		return &c.LostUnits
 	case CheckDuplicate:
-		return c.DuplicateDeductions
+		return &c.DuplicateDeductions
 	case CheckStuck:
-		return c.StuckOrders
+		return &c.StuckOrders
 	case CheckRefund:
-		return c.DoubleRefunds
+		return &c.DoubleRefunds
 	case CheckUnsettled:
-		return c.UnsettledPayments
+		return &c.UnsettledPayments
 	case CheckState:
-		return c.StateErrors
+		return &c.StateErrors
 	case CheckCacheDrift:
-		return c.CacheDrift
+		return &c.CacheDrift
+	}
+	return nil
+}
+
+func (c Counts) get(check string) int64 {
+	if f := c.field(check); f != nil {
+		return *f
 	}
 	return 0
 }
 
 func (c *Counts) add(check string, n int64) {
-	switch check {
-	case CheckOversold:
-		c.OversoldUnits += n
-	case CheckLost:
-		c.LostUnits += n
-	case CheckDuplicate:
-		c.DuplicateDeductions += n
-	case CheckStuck:
-		c.StuckOrders += n
-	case CheckRefund:
-		c.DoubleRefunds += n
-	case CheckUnsettled:
-		c.UnsettledPayments += n
-	case CheckState:
-		c.StateErrors += n
-	case CheckCacheDrift:
-		c.CacheDrift += n
+	if f := c.field(check); f != nil {
+		*f += n
 	}
 }
 
