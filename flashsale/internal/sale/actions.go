@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/internal/api"
 )
 
 // followUp does to an accepted order what its plan says: pay it, cancel it, pay it after it expired, pay a
@@ -20,7 +19,7 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 	switch o.Action {
 	case ActionPay, ActionWrongThenPay, ActionWrongPay:
 		if o.Action != ActionPay {
-			wrong := api.PaymentEvent{EventID: wrongPayEventID(orderID), OrderID: orderID, AmountCents: amount - 1, Currency: r.cfg.Currency, Status: api.PaymentSucceeded}
+			wrong := ordersaga.PaymentEvent{EventID: wrongPayEventID(orderID), OrderID: orderID, AmountCents: amount - 1, Currency: r.cfg.Currency, Status: ordersaga.PaymentSucceeded}
 			// Always redelivered: a wrong amount must be refunded exactly once.
 			r.deliver(ctx, wrong, false, OutPay)
 			r.deliver(ctx, wrong, false, OutPay)
@@ -28,7 +27,7 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 				return
 			}
 		}
-		ev := api.PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: api.PaymentSucceeded}
+		ev := ordersaga.PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: ordersaga.PaymentSucceeded}
 		r.deliver(ctx, ev, false, OutPay)
 		if p.duplicate {
 			r.deliver(ctx, ev, false, OutPay)
@@ -42,7 +41,7 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 		if !r.awaitExpiry(ctx, o) {
 			return
 		}
-		ev := api.PaymentEvent{EventID: latePayEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: api.PaymentSucceeded}
+		ev := ordersaga.PaymentEvent{EventID: latePayEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: ordersaga.PaymentSucceeded}
 		// Always redelivered: a late payment must be refunded exactly once.
 		r.deliver(ctx, ev, true, OutLatePay)
 		r.deliver(ctx, ev, true, OutLatePay)
@@ -61,7 +60,7 @@ func (r *Runner) acquire(ctx context.Context) bool {
 func (r *Runner) release() { <-r.httpSem }
 
 // deliver posts a payment event as a provider does: retried on a transport error or a 5xx.
-func (r *Runner) deliver(ctx context.Context, ev api.PaymentEvent, late bool, out Outcome) {
+func (r *Runner) deliver(ctx context.Context, ev ordersaga.PaymentEvent, late bool, out Outcome) {
 	r.mu.Lock()
 	ps, ok := r.payments[ev.EventID]
 	if !ok {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/webhook"
 )
 
@@ -52,16 +51,26 @@ func NewClient(base, adminToken, webhookSecret string, maxConns int, timeout tim
 // Close drops the idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
 
+// Problem is the part of an application/problem+json body the tool reads. It stays the tool's own on purpose:
+// the API's (internal/api.Problem) carries the server's unexported kind and lives in the HTTP server's package,
+// which links Temporal, the stores and Redis; the tool only decodes these members and ignores the rest.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
 // soldOut reports whether the problem is the sold-out kind (the last path element of its type names the kind).
-func soldOut(p api.Problem) bool { return strings.HasSuffix(p.Type, "/sold-out") }
+func soldOut(p Problem) bool { return strings.HasSuffix(p.Type, "/sold-out") }
 
 // Answer is one HTTP exchange: status, headers of interest and the decoded body.
 type Answer struct {
 	Status     int
 	Replayed   bool
 	RetryAfter time.Duration
-	// Problem is the application/problem+json body of a 4xx or 5xx answer, as the API writes it.
-	Problem api.Problem
+	// Problem is the application/problem+json body of a 4xx or 5xx answer.
+	Problem Problem
 	Body    []byte
 	Latency time.Duration
 }
@@ -70,7 +79,7 @@ type Answer struct {
 type APIError struct {
 	Op     string
 	Status int
-	api.Problem
+	Problem
 }
 
 func (e *APIError) Error() string {
@@ -130,17 +139,17 @@ func (c *Client) want(op string, a Answer, err error, status int, into any) erro
 }
 
 // PutInventory sets a SKU's stock and price (admin).
-func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents int64) (api.InventoryBody, error) {
+func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents int64) (ordersaga.InventoryBody, error) {
 	body, _ := json.Marshal(map[string]int64{"stock": stock, "price_cents": priceCents})
 	a, err := c.do(ctx, http.MethodPut, "/v1/inventory/"+url.PathEscape(sku), http.Header{"Authorization": {"Bearer " + c.admin}}, body)
-	var inv api.InventoryBody
+	var inv ordersaga.InventoryBody
 	return inv, c.want("put inventory "+sku, a, err, http.StatusOK, &inv)
 }
 
 // GetInventory reads a SKU's inventory.
-func (c *Client) GetInventory(ctx context.Context, sku string) (api.InventoryBody, error) {
+func (c *Client) GetInventory(ctx context.Context, sku string) (ordersaga.InventoryBody, error) {
 	a, err := c.do(ctx, http.MethodGet, "/v1/inventory/"+url.PathEscape(sku), nil, nil)
-	var inv api.InventoryBody
+	var inv ordersaga.InventoryBody
 	return inv, c.want("get inventory "+sku, a, err, http.StatusOK, &inv)
 }
 
@@ -202,12 +211,12 @@ func (c *Client) CancelOrder(ctx context.Context, id string) (Answer, ordersaga.
 }
 
 // Pay delivers a signed payment event; the answer's result is decoded on 200.
-// The body is the API's own api.PaymentEvent, signed by internal/webhook as the service verifies it.
-func (c *Client) Pay(ctx context.Context, ev api.PaymentEvent) (Answer, api.PaymentAnswer, error) {
+// The body is the API's own ordersaga.PaymentEvent, signed by internal/webhook as the service verifies it.
+func (c *Client) Pay(ctx context.Context, ev ordersaga.PaymentEvent) (Answer, ordersaga.PaymentAnswer, error) {
 	body, _ := json.Marshal(ev)
 	hdr := http.Header{webhook.Header: {webhook.Sign(c.now(), body, c.secret)}}
 	a, err := c.do(ctx, http.MethodPost, "/v1/payments/webhook", hdr, body)
-	var w api.PaymentAnswer
+	var w ordersaga.PaymentAnswer
 	if err == nil && a.Status == http.StatusOK {
 		if derr := json.Unmarshal(a.Body, &w); derr != nil {
 			return a, w, fmt.Errorf("webhook: decode answer: %w", derr)

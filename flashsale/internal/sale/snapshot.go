@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/internal/api"
 )
 
 // Snapshot is everything the verdict is judged on: the API's view of the run (inventory, every order the
@@ -28,9 +27,9 @@ type Snapshot struct {
 // SKUSnapshot is one SKU: the stock the run set, and the inventory as GET /v1/inventory showed it at the end
 // (the API's own body).
 type SKUSnapshot struct {
-	SKU     string             `json:"sku"`
-	Initial int64              `json:"initial"`
-	API     *api.InventoryBody `json:"api,omitempty"`
+	SKU     string                   `json:"sku"`
+	Initial int64                    `json:"initial"`
+	API     *ordersaga.InventoryBody `json:"api,omitempty"`
 }
 
 // Order actions the run takes on an accepted order.

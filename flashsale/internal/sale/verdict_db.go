@@ -6,7 +6,12 @@ import (
 	"slices"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+)
+
+// The stock_ledger ops (activities.OpDeduct and OpRestore; activities is not imported: it links the stores).
+const (
+	ledgerDeduct  = "DEDUCT"
+	ledgerRestore = "RESTORE"
 )
 
 // checkDB judges the database view (Snapshot.DB): the ledger, the orders and the payments rows of the run's SKUs.
@@ -23,10 +28,10 @@ func checkDB(j *judge, s Snapshot) {
 	for _, r := range db.Ledger {
 		rows[lineKey{r.OrderID, r.SKU, r.Op}]++
 		switch r.Op {
-		case activities.OpDeduct:
+		case ledgerDeduct:
 			deducted[r.SKU] += r.Qty
 			kept[[2]string{r.OrderID, r.SKU}] += r.Qty
-		case activities.OpRestore:
+		case ledgerRestore:
 			restored[r.SKU] += r.Qty
 			kept[[2]string{r.OrderID, r.SKU}] -= r.Qty
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/internal/api"
 )
 
 var t0 = time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
@@ -30,7 +29,7 @@ func cleanSnapshot() Snapshot {
 	o3.CancelStatus = ordersaga.StatusCancelled
 	return Snapshot{
 		TakenAt: t0, Quiet: true, Grace: time.Minute,
-		SKUs: []SKUSnapshot{{SKU: "A", Initial: 10, API: &api.InventoryBody{SKU: "A", DBStock: 8, RedisAvailable: ptr[int64](8)}}},
+		SKUs: []SKUSnapshot{{SKU: "A", Initial: 10, API: &ordersaga.InventoryBody{SKU: "A", DBStock: 8, RedisAvailable: ptr[int64](8)}}},
 		Orders: []OrderSnapshot{
 			order("o1", ActionPay, 2, ordersaga.StatusPaid),
 			order("o2", ActionLatePay, 1, ordersaga.StatusExpired),
