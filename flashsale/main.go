@@ -1,6 +1,6 @@
 // Command flashsale hammers a running ordersaga stack through its HTTP API like a flash sale and judges the
 // run by the invariants: it exits 1 when any unit was oversold or lost, an order was deducted twice, got
-// stuck or a payment was refunded twice. See internal/flashsale and README.md.
+// stuck or a payment was refunded twice. See flashsale/internal/sale and README.md.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/ordersaga/ordersaga/internal/flashsale"
+	"github.com/ordersaga/ordersaga/flashsale/internal/sale"
 )
 
 func main() {
@@ -45,14 +45,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if f, ok := stderr.(*os.File); ok {
 		terminal = term.IsTerminal(int(f.Fd()))
 	}
-	var rep *flashsale.Report
+	var rep *sale.Report
 	if rejudge != "" {
-		rep, err = flashsale.ReadReport(rejudge)
+		rep, err = sale.ReadReport(rejudge)
 		if err == nil {
-			rep, err = flashsale.Rejudge(ctx, cfg, flashsale.Options{}, rep)
+			rep, err = sale.Rejudge(ctx, cfg, sale.Options{}, rep)
 		}
 	} else {
-		rep, err = flashsale.Run(ctx, cfg, flashsale.Options{Progress: stderr, Terminal: terminal})
+		rep, err = sale.Run(ctx, cfg, sale.Options{Progress: stderr, Terminal: terminal})
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "flashsale:", err)
@@ -72,8 +72,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // parseFlags reads the command line; rejudge is the report directory of --rejudge ("" for a run).
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cfg flashsale.Config, rejudge string, err error) {
-	cfg = flashsale.DefaultConfig()
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cfg sale.Config, rejudge string, err error) {
+	cfg = sale.DefaultConfig()
 	cfg.Concurrency = 0
 	name := "flashsale"
 	if len(args) > 0 {
@@ -127,7 +127,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cf
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["target"] {
-			rep, err := flashsale.ReadReport(rejudge)
+			rep, err := sale.ReadReport(rejudge)
 			if err != nil {
 				return cfg, "", err
 			}

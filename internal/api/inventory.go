@@ -13,17 +13,9 @@ import (
 	"github.com/ordersaga/ordersaga/activities"
 )
 
-// InventoryBody is the body of GET and PUT /v1/inventory/{sku}.
-type InventoryBody struct {
-	SKU     string `json:"sku"`
-	DBStock int64  `json:"db_stock"`
-	// RedisAvailable is null when the SKU is not loaded in Redis; Drift is null then too (there is nothing
-	// to compare, and a missing counter is never read as 0).
-	RedisAvailable *int64 `json:"redis_available"`
-	Holds          int64  `json:"holds"`
-	PriceCents     int64  `json:"price_cents"`
-	Drift          *int64 `json:"drift"`
-}
+// InventoryBody is the body of GET and PUT /v1/inventory/{sku} (declared in the root package, which the tools
+// share).
+type InventoryBody = ordersaga.InventoryBody
 
 func inventoryBody(v activities.StockView) InventoryBody {
 	return InventoryBody{

@@ -18,23 +18,14 @@ import (
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
-// PaymentEvent is the body of POST /v1/payments/webhook.
-type PaymentEvent struct {
-	EventID     string `json:"event_id"`
-	OrderID     string `json:"order_id"`
-	AmountCents int64  `json:"amount_cents"`
-	Currency    string `json:"currency"`
-	Status      string `json:"status"`
-}
+// PaymentEvent is the body of POST /v1/payments/webhook (declared in the root package, which the tools share).
+type PaymentEvent = ordersaga.PaymentEvent
 
 // PaymentSucceeded is the only payment status the webhook acts on.
-const PaymentSucceeded = "succeeded"
+const PaymentSucceeded = ordersaga.PaymentSucceeded
 
 // PaymentAnswer is the webhook's 200 body.
-type PaymentAnswer struct {
-	Result  ordersaga.PaymentResult `json:"result"`
-	OrderID string                  `json:"order_id"`
-}
+type PaymentAnswer = ordersaga.PaymentAnswer
 
 // The columns of payments bound these: event_id VARCHAR(255), order_id VARCHAR(64), currency CHAR(3).
 var (
@@ -43,7 +34,7 @@ var (
 	currencyPattern     = regexp.MustCompile(`^[A-Z]{3}$`)
 )
 
-func (e PaymentEvent) validate() *fieldError {
+func validatePayment(e PaymentEvent) *fieldError {
 	switch {
 	case !eventIDPattern.MatchString(e.EventID):
 		return &fieldError{"event_id", "want 1-255 visible ASCII characters"}
@@ -78,7 +69,7 @@ func (s *server) handlePaymentWebhook() http.Handler {
 			writeProblem(w, newProblem(kindInvalidBody, err.Error()))
 			return
 		}
-		if ferr := ev.validate(); ferr != nil {
+		if ferr := validatePayment(ev); ferr != nil {
 			pr := newProblem(kindInvalidField, ferr.Error())
 			pr.Field = ferr.Field
 			writeProblem(w, pr)

@@ -1,4 +1,4 @@
-package flashsale
+package sale
 
 import (
 	"context"
@@ -92,17 +92,11 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 		samples:  map[string][]StockPoint{},
 	}
 	defer r.c.Close()
-	switch {
-	case opts.DB != nil:
-		r.db = &DBReader{db: opts.DB}
-	case cfg.MySQLDSN != "" || cfg.SQLitePath != "":
-		db, err := OpenDBReader(ctx, cfg.MySQLDSN, cfg.SQLitePath)
-		if err != nil {
-			return nil, err
-		}
-		defer db.Close()
-		r.db = db
+	closeDB, err := r.openDB(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer closeDB()
 	if r.db != nil {
 		n, err := r.db.LedgerRows(ctx, r.skus)
 		if err != nil {
@@ -158,6 +152,23 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	}
 	verdict := Check(snap)
 	return r.buildReport(started, snap, verdict), nil
+}
+
+// openDB sets the database view's reader: Options.DB, or else the database of Config.MySQLDSN or
+// Config.SQLitePath (none when neither is given). closeDB closes what it opened.
+func (r *Runner) openDB(ctx context.Context) (closeDB func(), err error) {
+	switch {
+	case r.opts.DB != nil:
+		r.db = &DBReader{db: r.opts.DB}
+	case r.cfg.MySQLDSN != "" || r.cfg.SQLitePath != "":
+		db, err := OpenDBReader(ctx, r.cfg.MySQLDSN, r.cfg.SQLitePath)
+		if err != nil {
+			return func() {}, err
+		}
+		r.db = db
+		return func() { db.Close() }, nil
+	}
+	return func() {}, nil
 }
 
 func (r *Runner) setPhase(p string) {

@@ -1,4 +1,4 @@
-package flashsale
+package sale
 
 import (
 	"context"
@@ -15,14 +15,11 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 	r.mu.Lock()
 	o := *r.orders[orderID]
 	r.mu.Unlock()
-	amount := int64(0)
-	for _, l := range o.Lines {
-		amount += l.Qty * l.UnitPriceCents
-	}
+	amount := ordersaga.Amount(o.Lines)
 	switch o.Action {
 	case ActionPay, ActionWrongThenPay, ActionWrongPay:
 		if o.Action != ActionPay {
-			wrong := PaymentEvent{EventID: wrongPayEventID(orderID), OrderID: orderID, AmountCents: amount - 1, Currency: r.cfg.Currency, Status: "succeeded"}
+			wrong := ordersaga.PaymentEvent{EventID: wrongPayEventID(orderID), OrderID: orderID, AmountCents: amount - 1, Currency: r.cfg.Currency, Status: ordersaga.PaymentSucceeded}
 			// Always redelivered: a wrong amount must be refunded exactly once.
 			r.deliver(ctx, wrong, false, OutPay)
 			r.deliver(ctx, wrong, false, OutPay)
@@ -30,7 +27,7 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 				return
 			}
 		}
-		ev := PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: "succeeded"}
+		ev := ordersaga.PaymentEvent{EventID: payEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: ordersaga.PaymentSucceeded}
 		r.deliver(ctx, ev, false, OutPay)
 		if p.duplicate {
 			r.deliver(ctx, ev, false, OutPay)
@@ -44,7 +41,7 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 		if !r.awaitExpiry(ctx, o) {
 			return
 		}
-		ev := PaymentEvent{EventID: latePayEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: "succeeded"}
+		ev := ordersaga.PaymentEvent{EventID: latePayEventID(orderID), OrderID: orderID, AmountCents: amount, Currency: r.cfg.Currency, Status: ordersaga.PaymentSucceeded}
 		// Always redelivered: a late payment must be refunded exactly once.
 		r.deliver(ctx, ev, true, OutLatePay)
 		r.deliver(ctx, ev, true, OutLatePay)
@@ -63,7 +60,7 @@ func (r *Runner) acquire(ctx context.Context) bool {
 func (r *Runner) release() { <-r.httpSem }
 
 // deliver posts a payment event as a provider does: retried on a transport error or a 5xx.
-func (r *Runner) deliver(ctx context.Context, ev PaymentEvent, late bool, out Outcome) {
+func (r *Runner) deliver(ctx context.Context, ev ordersaga.PaymentEvent, late bool, out Outcome) {
 	r.mu.Lock()
 	ps, ok := r.payments[ev.EventID]
 	if !ok {
@@ -81,19 +78,14 @@ func (r *Runner) deliver(ctx context.Context, ev PaymentEvent, late bool, out Ou
 		if err == nil && a.Status == http.StatusOK {
 			r.stats.Record(out, a.Latency)
 			r.mu.Lock()
-			ps.Results = append(ps.Results, w.Result)
+			ps.Results = append(ps.Results, string(w.Result))
 			r.mu.Unlock()
 			return
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		r.stats.Record(OutError, a.Latency)
-		msg := string(a.Body)
-		if err != nil {
-			msg = err.Error()
-		}
-		r.stats.Error("webhook "+errorKind(a, err), msg)
+		r.failed("webhook ", a, err)
 		if err == nil && a.Status < 500 {
 			return // 4xx: the provider would not retry
 		}
@@ -125,12 +117,21 @@ func (r *Runner) cancel(ctx context.Context, orderID string) {
 	if ctx.Err() != nil {
 		return
 	}
+	r.failed("cancel ", a, err)
+}
+
+// failed counts an exchange that got no usable answer as an error of op's kind, with the body or the error.
+func (r *Runner) failed(op string, a Answer, err error) {
 	r.stats.Record(OutError, a.Latency)
-	msg := string(a.Body)
+	r.stats.Error(op+errorKind(a, err), failure(a, err))
+}
+
+// failure is what an exchange that failed said: the error, or else the answer's body.
+func failure(a Answer, err error) string {
 	if err != nil {
-		msg = err.Error()
+		return err.Error()
 	}
-	r.stats.Error("cancel "+errorKind(a, err), msg)
+	return string(a.Body)
 }
 
 // awaitExpiry waits until the order's deadline has passed and the API shows it closed.

@@ -1,4 +1,4 @@
-package flashsale
+package sale
 
 import (
 	"time"
@@ -24,21 +24,12 @@ type Snapshot struct {
 	DB              *DBSnapshot       `json:"db,omitempty"`
 }
 
-// SKUSnapshot is one SKU: the stock the run set, and the inventory as GET /v1/inventory showed it at the end.
+// SKUSnapshot is one SKU: the stock the run set, and the inventory as GET /v1/inventory showed it at the end
+// (the API's own body).
 type SKUSnapshot struct {
-	SKU     string     `json:"sku"`
-	Initial int64      `json:"initial"`
-	API     *Inventory `json:"api,omitempty"`
-}
-
-// Inventory is the body of GET /v1/inventory/{sku}.
-type Inventory struct {
-	SKU            string `json:"sku"`
-	DBStock        int64  `json:"db_stock"`
-	RedisAvailable *int64 `json:"redis_available"`
-	Holds          int64  `json:"holds"`
-	PriceCents     int64  `json:"price_cents"`
-	Drift          *int64 `json:"drift"`
+	SKU     string                   `json:"sku"`
+	Initial int64                    `json:"initial"`
+	API     *ordersaga.InventoryBody `json:"api,omitempty"`
 }
 
 // Order actions the run takes on an accepted order.

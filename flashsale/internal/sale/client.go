@@ -1,11 +1,8 @@
-package flashsale
+package sale
 
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/webhook"
 )
 
 // Client speaks the order API (docs/http-api.md).
@@ -53,7 +51,9 @@ func NewClient(base, adminToken, webhookSecret string, maxConns int, timeout tim
 // Close drops the idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
 
-// Problem is an application/problem+json body.
+// Problem is the part of an application/problem+json body the tool reads. It stays the tool's own on purpose:
+// the API's (internal/api.Problem) carries the server's unexported kind and lives in the HTTP server's package,
+// which links Temporal, the stores and Redis; the tool only decodes these members and ignores the rest.
 type Problem struct {
 	Type   string `json:"type"`
 	Title  string `json:"title"`
@@ -61,17 +61,18 @@ type Problem struct {
 	Detail string `json:"detail"`
 }
 
-// SoldOut reports whether the problem is the sold-out kind.
-func (p Problem) SoldOut() bool { return strings.HasSuffix(p.Type, "/sold-out") }
+// soldOut reports whether the problem is the sold-out kind (the last path element of its type names the kind).
+func soldOut(p Problem) bool { return strings.HasSuffix(p.Type, "/sold-out") }
 
 // Answer is one HTTP exchange: status, headers of interest and the decoded body.
 type Answer struct {
 	Status     int
 	Replayed   bool
 	RetryAfter time.Duration
-	Problem    Problem
-	Body       []byte
-	Latency    time.Duration
+	// Problem is the application/problem+json body of a 4xx or 5xx answer.
+	Problem Problem
+	Body    []byte
+	Latency time.Duration
 }
 
 // APIError is a non-2xx answer the caller did not expect.
@@ -138,21 +139,23 @@ func (c *Client) want(op string, a Answer, err error, status int, into any) erro
 }
 
 // PutInventory sets a SKU's stock and price (admin).
-func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents int64) (Inventory, error) {
+func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents int64) (ordersaga.InventoryBody, error) {
 	body, _ := json.Marshal(map[string]int64{"stock": stock, "price_cents": priceCents})
 	a, err := c.do(ctx, http.MethodPut, "/v1/inventory/"+url.PathEscape(sku), http.Header{"Authorization": {"Bearer " + c.admin}}, body)
-	var inv Inventory
+	var inv ordersaga.InventoryBody
 	return inv, c.want("put inventory "+sku, a, err, http.StatusOK, &inv)
 }
 
 // GetInventory reads a SKU's inventory.
-func (c *Client) GetInventory(ctx context.Context, sku string) (Inventory, error) {
+func (c *Client) GetInventory(ctx context.Context, sku string) (ordersaga.InventoryBody, error) {
 	a, err := c.do(ctx, http.MethodGet, "/v1/inventory/"+url.PathEscape(sku), nil, nil)
-	var inv Inventory
+	var inv ordersaga.InventoryBody
 	return inv, c.want("get inventory "+sku, a, err, http.StatusOK, &inv)
 }
 
-// OrderRequest is the body of POST /v1/orders.
+// OrderRequest is the body of POST /v1/orders. It stays the tool's own: the API's request type is
+// unexported (internal/api decodes it strictly and validates it), and the tool builds it from the
+// ordersaga.Line it records.
 type OrderRequest struct {
 	UserID string           `json:"user_id"`
 	Lines  []ordersaga.Line `json:"lines"`
@@ -207,38 +210,13 @@ func (c *Client) CancelOrder(ctx context.Context, id string) (Answer, ordersaga.
 	return a, o, err
 }
 
-// PaymentEvent is the body of the payment webhook.
-type PaymentEvent struct {
-	EventID     string `json:"event_id"`
-	OrderID     string `json:"order_id"`
-	AmountCents int64  `json:"amount_cents"`
-	Currency    string `json:"currency"`
-	Status      string `json:"status"`
-}
-
-// WebhookAnswer is the 200 body of the webhook.
-type WebhookAnswer struct {
-	Result  string `json:"result"`
-	OrderID string `json:"order_id"`
-}
-
-// SignWebhook is the Payment-Signature header for a raw body at time t:
-// t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>.
-func SignWebhook(secret string, t time.Time, body []byte) string {
-	ts := strconv.FormatInt(t.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts))
-	mac.Write([]byte{'.'})
-	mac.Write(body)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
-}
-
 // Pay delivers a signed payment event; the answer's result is decoded on 200.
-func (c *Client) Pay(ctx context.Context, ev PaymentEvent) (Answer, WebhookAnswer, error) {
+// The body is the API's own ordersaga.PaymentEvent, signed by internal/webhook as the service verifies it.
+func (c *Client) Pay(ctx context.Context, ev ordersaga.PaymentEvent) (Answer, ordersaga.PaymentAnswer, error) {
 	body, _ := json.Marshal(ev)
-	hdr := http.Header{"Payment-Signature": {SignWebhook(c.secret, c.now(), body)}}
+	hdr := http.Header{webhook.Header: {webhook.Sign(c.now(), body, c.secret)}}
 	a, err := c.do(ctx, http.MethodPost, "/v1/payments/webhook", hdr, body)
-	var w WebhookAnswer
+	var w ordersaga.PaymentAnswer
 	if err == nil && a.Status == http.StatusOK {
 		if derr := json.Unmarshal(a.Body, &w); derr != nil {
 			return a, w, fmt.Errorf("webhook: decode answer: %w", derr)

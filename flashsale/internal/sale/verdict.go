@@ -1,8 +1,7 @@
-package flashsale
+package sale
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -54,46 +53,39 @@ type Counts struct {
 	CacheDrift int64 `json:"cache_drift"`
 }
 
-func (c Counts) get(check string) int64 {
+// field is the count of a check (nil for a name that is not one).
+func (c *Counts) field(check string) *int64 {
 	switch check {
 	case CheckOversold:
-		return c.OversoldUnits
+		return &c.OversoldUnits
 	case CheckLost:
-		return c.LostUnits
+		return &c.LostUnits
 	case CheckDuplicate:
-		return c.DuplicateDeductions
+		return &c.DuplicateDeductions
 	case CheckStuck:
-		return c.StuckOrders
+		return &c.StuckOrders
 	case CheckRefund:
-		return c.DoubleRefunds
+		return &c.DoubleRefunds
 	case CheckUnsettled:
-		return c.UnsettledPayments
+		return &c.UnsettledPayments
 	case CheckState:
-		return c.StateErrors
+		return &c.StateErrors
 	case CheckCacheDrift:
-		return c.CacheDrift
+		return &c.CacheDrift
+	}
+	return nil
+}
+
+func (c Counts) get(check string) int64 {
+	if f := c.field(check); f != nil {
+		return *f
 	}
 	return 0
 }
 
 func (c *Counts) add(check string, n int64) {
-	switch check {
-	case CheckOversold:
-		c.OversoldUnits += n
-	case CheckLost:
-		c.LostUnits += n
-	case CheckDuplicate:
-		c.DuplicateDeductions += n
-	case CheckStuck:
-		c.StuckOrders += n
-	case CheckRefund:
-		c.DoubleRefunds += n
-	case CheckUnsettled:
-		c.UnsettledPayments += n
-	case CheckState:
-		c.StateErrors += n
-	case CheckCacheDrift:
-		c.CacheDrift += n
+	if f := c.field(check); f != nil {
+		*f += n
 	}
 }
 
@@ -183,6 +175,13 @@ func (j *judge) bad(f Finding) {
 }
 
 // Check judges a snapshot. It is a pure function: everything it knows is in s.
+//
+// It is not internal/invariants.Check, on purpose: that one reads the service's stores (the database through
+// activities.Store and Redis through activities.RedisStock, whose address the tool is never given) and answers
+// I1–I4 as lines of text for the whole database. The tool judges a run from outside, from the API's answers
+// and, when given the database, a read-only snapshot of the run's own SKUs; it must count units per check
+// (the report's figures), add I5 and the money, and judge a recorded snapshot again (--rejudge). The rules
+// are the same as docs/design.md's I1–I5; the result types and statuses are the service's (ordersaga).
 func Check(s Snapshot) Verdict {
 	j := &judge{v: Verdict{Quiet: s.Quiet, BySource: map[string]Counts{SourceAPI: {}}, Sources: []string{SourceAPI}}}
 	checkAPI(j, s)
@@ -319,10 +318,10 @@ func checkAPI(j *judge, s Snapshot) {
 		}
 		var nApplied, nRefunded int64
 		for _, r := range p.Results {
-			switch ordersaga.PaymentResult(r) {
-			case ordersaga.PaymentApplied:
+			switch res := ordersaga.PaymentResult(r); {
+			case res == ordersaga.PaymentApplied:
 				nApplied++
-			case ordersaga.PaymentRefunded, ordersaga.PaymentRejectedAmount: // both are refunds
+			case res.Refunds(): // refunded and rejected_amount
 				nRefunded++
 			}
 		}
@@ -381,164 +380,6 @@ func checkAPI(j *judge, s Snapshot) {
 				Detail: fmt.Sprintf("cancel answered CANCELLED but the order is %s", o.Status)})
 		}
 	}
-}
-
-func checkDB(j *judge, s Snapshot) {
-	db := s.DB
-	dbStatus := func(o DBOrder) ordersaga.Status { return o.Status }
-	dbLines := func(o DBOrder) []ordersaga.Line { return o.Lines }
-	paid := unitsBySKU(db.Orders, dbStatus, dbLines, ordersaga.StatusPaid)
-
-	type lineKey struct{ order, sku, op string }
-	rows := map[lineKey]int64{}
-	deducted, restored := map[string]int64{}, map[string]int64{}
-	kept := map[[2]string]int64{} // (order, sku) -> deducted − restored
-	for _, r := range db.Ledger {
-		rows[lineKey{r.OrderID, r.SKU, r.Op}]++
-		switch r.Op {
-		case "DEDUCT":
-			deducted[r.SKU] += r.Qty
-			kept[[2]string{r.OrderID, r.SKU}] += r.Qty
-		case "RESTORE":
-			restored[r.SKU] += r.Qty
-			kept[[2]string{r.OrderID, r.SKU}] -= r.Qty
-		}
-	}
-	for k, n := range rows {
-		if n > 1 {
-			j.bad(Finding{Check: CheckDuplicate, Source: SourceDB, SKU: k.sku, OrderID: k.order, N: n - 1,
-				Detail: fmt.Sprintf("%d %s ledger rows for one order line", n, k.op)})
-		}
-	}
-
-	// An open order holds what its ledger says it kept (up to its qty): one whose restore has run and whose
-	// close is not recorded yet is being compensated and holds nothing.
-	live := map[string]int64{}
-	for _, o := range db.Orders {
-		if !slices.Contains(openStatuses, o.Status) {
-			continue
-		}
-		for _, l := range o.Lines {
-			live[l.SKU] += min(max(kept[[2]string{o.OrderID, l.SKU}], 0), l.Qty)
-		}
-	}
-	for _, sku := range s.SKUs {
-		stock, ok := db.Stock[sku.SKU]
-		if !ok {
-			j.bad(Finding{Check: CheckLost, Source: SourceDB, SKU: sku.SKU, N: sku.Initial, Detail: "no inventory row"})
-			continue
-		}
-		net := deducted[sku.SKU] - restored[sku.SKU]
-		sold := paid[sku.SKU] + live[sku.SKU]
-		over := max(sold-sku.Initial, stock+net-sku.Initial, sold-net, -stock)
-		if over > 0 {
-			j.bad(Finding{Check: CheckOversold, Source: SourceDB, SKU: sku.SKU, N: over,
-				Detail: fmt.Sprintf("stock %d, db.stock %d, Σdeduct−Σrestore %d, units in PAID orders and kept by open ones %d", sku.Initial, stock, net, sold)})
-		}
-		lost := max(sku.Initial-stock-net, 0) + max(net-sold, 0)
-		if lost > 0 {
-			j.bad(Finding{Check: CheckLost, Source: SourceDB, SKU: sku.SKU, N: lost,
-				Detail: fmt.Sprintf("stock %d, db.stock %d, Σdeduct−Σrestore %d, units in PAID orders and kept by open ones %d", sku.Initial, stock, net, sold)})
-		}
-	}
-
-	apiStatus := map[string]ordersaga.Status{}
-	for _, o := range s.Orders {
-		apiStatus[o.OrderID] = o.Status
-	}
-	appliedByOrder := checkMoneyDB(j, s)
-	for _, o := range db.Orders {
-		if stuck(s, o.Status, o.PayBy) {
-			j.bad(Finding{Check: CheckStuck, Source: SourceDB, OrderID: o.OrderID, N: 1,
-				Detail: fmt.Sprintf("status %s past its deadline plus %s", o.Status, s.Grace)})
-		}
-		for _, l := range o.Lines {
-			k := kept[[2]string{o.OrderID, l.SKU}]
-			switch {
-			case o.Status == ordersaga.StatusPaid && k != l.Qty:
-				j.bad(Finding{Check: CheckState, Source: SourceDB, SKU: l.SKU, OrderID: o.OrderID, N: 1,
-					Detail: fmt.Sprintf("PAID order keeps %d deducted units of %d ordered", k, l.Qty)})
-			case o.Status.Final() && o.Status != ordersaga.StatusPaid && k != 0:
-				j.bad(Finding{Check: CheckState, Source: SourceDB, SKU: l.SKU, OrderID: o.OrderID, N: 1,
-					Detail: fmt.Sprintf("%s order keeps %d deducted units (not compensated)", o.Status, k)})
-			}
-		}
-		switch n := appliedByOrder[o.OrderID]; {
-		case n > 1:
-			j.bad(Finding{Check: CheckState, Source: SourceDB, OrderID: o.OrderID, N: n - 1, Detail: fmt.Sprintf("%d applied payments (charged twice)", n)})
-		case n == 1 && o.Status != ordersaga.StatusPaid:
-			j.bad(Finding{Check: CheckState, Source: SourceDB, OrderID: o.OrderID, N: 1, Detail: fmt.Sprintf("applied payment on a %s order", o.Status)})
-		case n == 0 && o.Status == ordersaga.StatusPaid:
-			j.bad(Finding{Check: CheckState, Source: SourceDB, OrderID: o.OrderID, N: 1, Detail: "PAID order without an applied payment"})
-		}
-		if as, ok := apiStatus[o.OrderID]; ok && as.Final() && o.Status.Final() && as != o.Status {
-			j.bad(Finding{Check: CheckState, Source: SourceDB, OrderID: o.OrderID, N: 1,
-				Detail: fmt.Sprintf("the API says %s, the database %s", as, o.Status)})
-		}
-	}
-}
-
-// checkMoneyDB judges the payments rows: every one kept for a PAID order of its amount or refunded, once;
-// every payment the run got a 200 answer for recorded, for the amount sent. It adds the database's money
-// totals and returns the applied (kept) payments per order.
-func checkMoneyDB(j *judge, s Snapshot) map[string]int64 {
-	db := s.DB
-	orders := map[string]DBOrder{}
-	for _, o := range db.Orders {
-		orders[o.OrderID] = o
-	}
-	appliedByOrder := map[string]int64{}
-	refundsByEvent, keptByEvent := map[string]int64{}, map[string]int64{}
-	rows := map[string]DBPayment{}
-	for _, p := range db.Payments {
-		rows[p.EventID] = p
-		m := j.money(p.Currency)
-		m.Captured++
-		m.CapturedCents += p.AmountCents
-		switch {
-		case p.Refunded:
-			m.Refunded++
-			m.RefundedCents += p.AmountCents
-			refundsByEvent[p.EventID]++
-		case p.kept():
-			m.Applied++
-			m.AppliedCents += p.AmountCents
-			keptByEvent[p.EventID]++
-			appliedByOrder[p.OrderID]++
-			if o, ok := orders[p.OrderID]; ok && o.Status == ordersaga.StatusPaid && (o.AmountCents != p.AmountCents || o.Currency != p.Currency) {
-				j.bad(Finding{Check: CheckUnsettled, Source: SourceDB, OrderID: p.OrderID, EventID: p.EventID, N: 1,
-					Detail: fmt.Sprintf("applied %d %s to an order of %d %s", p.AmountCents, p.Currency, o.AmountCents, o.Currency)})
-			}
-		default:
-			m.Unsettled++
-			m.UnsettledCents += p.AmountCents
-			j.bad(Finding{Check: CheckUnsettled, Source: SourceDB, OrderID: p.OrderID, EventID: p.EventID, N: 1,
-				Detail: fmt.Sprintf("captured %d %s recorded as %q, neither applied nor refunded", p.AmountCents, p.Currency, p.Result)})
-		}
-	}
-	for _, ev := range slices.Sorted(maps.Keys(refundsByEvent)) {
-		if n := refundsByEvent[ev]; n > 1 {
-			j.bad(Finding{Check: CheckRefund, Source: SourceDB, EventID: ev, N: n - 1, Detail: fmt.Sprintf("%d refund rows for one event", n)})
-		}
-		if keptByEvent[ev] > 0 {
-			j.bad(Finding{Check: CheckRefund, Source: SourceDB, EventID: ev, N: 1, Detail: "event both applied and refunded"})
-		}
-	}
-	for _, p := range s.Payments {
-		if len(p.Results) == 0 {
-			continue // never answered: the provider would still be delivering it
-		}
-		row, ok := rows[p.EventID]
-		switch {
-		case !ok:
-			j.bad(Finding{Check: CheckUnsettled, Source: SourceDB, OrderID: p.OrderID, EventID: p.EventID, N: 1,
-				Detail: fmt.Sprintf("answered %v but no payments row: %d %s captured without a record", p.Results, p.AmountCents, p.Currency)})
-		case p.Currency != "" && (row.AmountCents != p.AmountCents || row.Currency != p.Currency):
-			j.bad(Finding{Check: CheckUnsettled, Source: SourceDB, OrderID: p.OrderID, EventID: p.EventID, N: 1,
-				Detail: fmt.Sprintf("sent %d %s, recorded %d %s", p.AmountCents, p.Currency, row.AmountCents, row.Currency)})
-		}
-	}
-	return appliedByOrder
 }
 
 func sortFindings(fs []Finding) {

@@ -1,4 +1,4 @@
-package flashsale
+package sale
 
 import (
 	"context"
@@ -56,17 +56,11 @@ func Rejudge(ctx context.Context, cfg Config, opts Options, rep *Report) (*Repor
 		r.payments[p.EventID] = &p
 	}
 	r.unknown = rep.Snapshot.UnknownOutcomes
-	switch {
-	case opts.DB != nil:
-		r.db = &DBReader{db: opts.DB}
-	case cfg.MySQLDSN != "" || cfg.SQLitePath != "":
-		db, err := OpenDBReader(ctx, cfg.MySQLDSN, cfg.SQLitePath)
-		if err != nil {
-			return nil, err
-		}
-		defer db.Close()
-		r.db = db
+	closeDB, err := r.openDB(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer closeDB()
 	open := r.pollOpen(ctx, true)
 	_, holds := r.pollInventory(ctx)
 	var dbOpen int64

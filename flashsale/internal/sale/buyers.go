@@ -1,4 +1,4 @@
-package flashsale
+package sale
 
 import (
 	"context"
@@ -145,7 +145,7 @@ func (r *Runner) resolve(ctx context.Context) int {
 			wg.Go(func() {
 				defer func() { <-sem }()
 				a, ok := r.place(rctx, p, true)
-				if !ok && (unknownOutcome(a) || a.Status == http.StatusConflict && !a.Problem.SoldOut()) {
+				if !ok && (unknownOutcome(a) || a.Status == http.StatusConflict && !soldOut(a.Problem)) {
 					mu.Lock()
 					left = append(left, p)
 					mu.Unlock()
@@ -162,7 +162,7 @@ func (r *Runner) resolve(ctx context.Context) int {
 func (r *Runner) resend(ctx context.Context, p plan) {
 	for attempt := 0; attempt < 5; attempt++ {
 		a, ok := r.place(ctx, p, true)
-		if ok || a.Status != http.StatusConflict || a.Problem.SoldOut() || a.RetryAfter <= 0 && attempt > 0 {
+		if ok || a.Status != http.StatusConflict || soldOut(a.Problem) || a.RetryAfter <= 0 && attempt > 0 {
 			return
 		}
 		wait := min(max(a.RetryAfter, 100*time.Millisecond), 2*time.Second)
@@ -182,7 +182,7 @@ func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
 	case err != nil:
 	case a.Status == http.StatusCreated:
 		out = OutAccepted
-	case a.Status == http.StatusConflict && a.Problem.SoldOut():
+	case a.Status == http.StatusConflict && soldOut(a.Problem):
 		out = OutSoldOut
 	case dup && a.Status == http.StatusConflict:
 		out = OutDuplicate // the first is still deciding: expected for a racing resend
@@ -195,11 +195,7 @@ func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
 	}
 	r.stats.Record(out, a.Latency)
 	if out == OutError {
-		msg := string(a.Body)
-		if err != nil {
-			msg = err.Error()
-		}
-		r.stats.Error(errorKind(a, err), msg)
+		r.stats.Error(errorKind(a, err), failure(a, err))
 		return a, false
 	}
 	if err != nil || a.Status != http.StatusCreated {

@@ -1,4 +1,4 @@
-package flashsale
+package sale
 
 import (
 	"slices"
@@ -29,7 +29,7 @@ func cleanSnapshot() Snapshot {
 	o3.CancelStatus = ordersaga.StatusCancelled
 	return Snapshot{
 		TakenAt: t0, Quiet: true, Grace: time.Minute,
-		SKUs: []SKUSnapshot{{SKU: "A", Initial: 10, API: &Inventory{SKU: "A", DBStock: 8, RedisAvailable: ptr[int64](8)}}},
+		SKUs: []SKUSnapshot{{SKU: "A", Initial: 10, API: &ordersaga.InventoryBody{SKU: "A", DBStock: 8, RedisAvailable: ptr[int64](8)}}},
 		Orders: []OrderSnapshot{
 			order("o1", ActionPay, 2, ordersaga.StatusPaid),
 			order("o2", ActionLatePay, 1, ordersaga.StatusExpired),

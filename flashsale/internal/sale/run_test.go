@@ -1,4 +1,4 @@
-package flashsale_test
+package sale_test
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersaga/ordersaga/flashsale/internal/sale"
 	"github.com/ordersaga/ordersaga/internal/api"
-	"github.com/ordersaga/ordersaga/internal/flashsale"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 )
 
@@ -38,7 +38,7 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := flashsale.DefaultConfig()
+	cfg := sale.DefaultConfig()
 	cfg.Target, cfg.AdminToken, cfg.WebhookSecret = srv.URL, testAdmin, testSecret
 	cfg.Duration, cfg.Concurrency, cfg.Buyers = 5*time.Second, 16, 200
 	cfg.SKUs, cfg.Stock, cfg.Qty = 2, 3, 1
@@ -53,7 +53,7 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	defer cancel()
 	var progress bytes.Buffer
 	cfg.ProgressEvery = time.Second
-	rep, err := flashsale.Run(ctx, cfg, flashsale.Options{Progress: &progress, DB: sqlDB})
+	rep, err := sale.Run(ctx, cfg, sale.Options{Progress: &progress, DB: sqlDB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +75,11 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	if rep.Counts["error"] != 0 {
 		t.Errorf("%d errors: %v %v", rep.Counts["error"], rep.Errors, rep.ErrorSamples)
 	}
-	if rep.Payments["late"]["refunded"] == 0 || rep.Orders[flashsale.ActionExpire]["EXPIRED"] == 0 {
-		t.Errorf("late payments %v, expiring orders %v", rep.Payments["late"], rep.Orders[flashsale.ActionExpire])
+	if rep.Payments["late"]["refunded"] == 0 || rep.Orders[sale.ActionExpire]["EXPIRED"] == 0 {
+		t.Errorf("late payments %v, expiring orders %v", rep.Payments["late"], rep.Orders[sale.ActionExpire])
 	}
-	if rep.Payments["wrong_amount"]["rejected_amount"] == 0 || rep.Orders[flashsale.ActionWrongThenPay]["PAID"] == 0 {
-		t.Errorf("wrong-amount payments %v, orders paid after one %v", rep.Payments["wrong_amount"], rep.Orders[flashsale.ActionWrongThenPay])
+	if rep.Payments["wrong_amount"]["rejected_amount"] == 0 || rep.Orders[sale.ActionWrongThenPay]["PAID"] == 0 {
+		t.Errorf("wrong-amount payments %v, orders paid after one %v", rep.Payments["wrong_amount"], rep.Orders[sale.ActionWrongThenPay])
 	}
 	for _, m := range rep.Verdict.Money {
 		if m.CapturedCents != m.SentCents || m.CapturedCents != m.AppliedCents+m.RefundedCents || m.WrongAmount == 0 {
@@ -97,11 +97,11 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	}
 
 	// Taken again from the written report, the verdict stands.
-	back, err := flashsale.ReadReport(cfg.Out)
+	back, err := sale.ReadReport(cfg.Out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := flashsale.Rejudge(ctx, cfg, flashsale.Options{DB: sqlDB}, back)
+	again, err := sale.Rejudge(ctx, cfg, sale.Options{DB: sqlDB}, back)
 	if err != nil {
 		t.Fatal(err)
 	}

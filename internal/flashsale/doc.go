@@ -1,6 +1,0 @@
-// Package flashsale drives a running ordersaga stack through its HTTP API (docs/http-api.md) the way a flash
-// sale does: it sets the stock, fires buyers at one or a few SKUs, pays, cancels, duplicates and pays late a
-// share of the winners, waits for quiet, and judges the run by the invariants (oversold, lost, duplicate
-// deductions, stuck orders, double refunds). It renders the run as JSON and as one self-contained HTML page.
-// The flashsale command is a thin main around Run.
-package flashsale

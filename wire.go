@@ -1,0 +1,35 @@
+package ordersaga
+
+// The bodies of the order API (docs/http-api.md) beside the order view (Order): the service writes and reads
+// them through internal/api, and the tools that speak the API from outside (paysim, the flash-sale tool)
+// use these same types without linking the server.
+
+// PaymentEvent is the body of POST /v1/payments/webhook.
+type PaymentEvent struct {
+	EventID     string `json:"event_id"`
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+	Status      string `json:"status"`
+}
+
+// PaymentSucceeded is the only payment status the webhook acts on.
+const PaymentSucceeded = "succeeded"
+
+// PaymentAnswer is the webhook's 200 body.
+type PaymentAnswer struct {
+	Result  PaymentResult `json:"result"`
+	OrderID string        `json:"order_id"`
+}
+
+// InventoryBody is the body of GET and PUT /v1/inventory/{sku}.
+type InventoryBody struct {
+	SKU     string `json:"sku"`
+	DBStock int64  `json:"db_stock"`
+	// RedisAvailable is null when the SKU is not loaded in Redis; Drift is null then too (there is nothing
+	// to compare, and a missing counter is never read as 0).
+	RedisAvailable *int64 `json:"redis_available"`
+	Holds          int64  `json:"holds"`
+	PriceCents     int64  `json:"price_cents"`
+	Drift          *int64 `json:"drift"`
+}
