@@ -1,5 +1,6 @@
-// Package invariants checks the invariants I1–I4 of docs/design.md against the database and Redis. Tests, the
-// reconciliation tests and the flash-sale tool end every run with it.
+// Package invariants checks the invariants I1–I4 of docs/design.md against the database and Redis. Tests and the
+// reconciliation tests end every run with it (the flash-sale tool judges from outside, with the counts its
+// report needs: flashsale/internal/sale).
 //
 // May import: the root package, activities (which reads the stores) and the standard library; no third-party
 // package, no database/sql, no net (checked by internal/layers).

@@ -200,7 +200,7 @@ var layers = []layer{
 	{
 		name:       "flash-sale load tool library: drives the stack from outside, over HTTP (and a read-only DB snapshot)",
 		pkgs:       loadToolLib,
-		module:     []string{""},
+		module:     []string{"", "internal/webhook"},
 		thirdParty: []string{"..."},
 		forbid:     concat(redisLibs, gormLibs, temporal),
 	},
