@@ -2,12 +2,10 @@ package activities_test
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ordersaga/ordersaga"
@@ -33,18 +31,10 @@ func newDBOnlyEnv(t *testing.T, sku string, stock int64) *dbOnlyEnv {
 	if _, err := activities.SetStock(t.Context(), store, rs, sku, stock, 100); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
-	dead := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { dead.Close() })
 	return &dbOnlyEnv{
 		store: store, rs: rs, sku: sku, stock: stock,
 		up:   &activities.Activities{Redis: rs, Store: store, DBFallback: true},
-		down: &activities.Activities{Redis: activities.NewRedisStock(dead, "", 0), Store: store, DBFallback: true},
+		down: &activities.Activities{Redis: testenv.UnreachableRedis(t), Store: store, DBFallback: true},
 	}
 }
 
@@ -81,6 +71,26 @@ func (e *dbOnlyEnv) deduct(t *testing.T, order string, qty int64) {
 	var res activities.DeductResult
 	e.run(t, e.up, e.up.DeductOrder, activities.DeductInput{OrderID: order, UserID: "u", Currency: "CNY",
 		PayBy: time.Now().Add(time.Hour), Lines: []ordersaga.Line{{SKU: e.sku, Qty: qty}}}, &res)
+}
+
+// placeInRedis reserves an order's line in Redis, deducts it and, when confirm, confirms it: the normal path.
+func (e *dbOnlyEnv) placeInRedis(t *testing.T, order string, qty int64, confirm bool) {
+	t.Helper()
+	var out activities.ReserveOutcome
+	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: order, SKU: e.sku, Qty: qty}, &out)
+	e.deduct(t, order, qty)
+	if confirm {
+		e.run(t, e.up, e.up.ConfirmLines, activities.ConfirmInput{OrderID: order, SKUs: []string{e.sku}}, nil)
+	}
+}
+
+// pay applies a payment of the order's amount (the SKU's price is 100 cents).
+func (e *dbOnlyEnv) pay(t *testing.T, order string, qty int64) {
+	t.Helper()
+	if err := e.store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "evt-" + order, OrderID: order,
+		AmountCents: 100 * qty, Currency: "CNY", Result: ordersaga.PaymentApplied}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // expire compensates an order the way the workflow does once Redis answers again: the DB restore, then the
@@ -163,10 +173,7 @@ func TestDBOnlyReservation_ResyncThenPaid(t *testing.T) {
 	e := newDBOnlyEnv(t, "DBO-3", 10)
 	e.placeInDB(t, "o-dbo-3", 4)
 	e.reconcile(t)
-	if err := e.store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "evt-dbo-3", OrderID: "o-dbo-3",
-		AmountCents: 400, Currency: "CNY", Result: ordersaga.PaymentApplied}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	e.pay(t, "o-dbo-3", 4)
 	e.wantInLine(t, "after the payment", 6)
 	if sum := e.reconcile(t); sum.Drifted != 0 {
 		t.Errorf("the second re-sync found drift: %s", sum)
@@ -179,10 +186,7 @@ func TestDBOnlyReservation_ResyncThenPaid(t *testing.T) {
 func TestColdLoad_OpenOrderExpiresAfterRedisLostItsData(t *testing.T) {
 	t.Parallel()
 	e := newDBOnlyEnv(t, "DBO-4", 10)
-	var out activities.ReserveOutcome
-	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: "o-dbo-4", SKU: e.sku, Qty: 2}, &out)
-	e.deduct(t, "o-dbo-4", 2)
-	e.run(t, e.up, e.up.ConfirmLines, activities.ConfirmInput{OrderID: "o-dbo-4", SKUs: []string{e.sku}}, nil)
+	e.placeInRedis(t, "o-dbo-4", 2, true)
 	e.wantInLine(t, "after the order", 8)
 
 	// Redis loses every key of the SKU; the next reserve of another order loads it from the database.
@@ -192,9 +196,7 @@ func TestColdLoad_OpenOrderExpiresAfterRedisLostItsData(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: "o-dbo-4b", SKU: e.sku, Qty: 1}, &out)
-	e.deduct(t, "o-dbo-4b", 1)
-	e.run(t, e.up, e.up.ConfirmLines, activities.ConfirmInput{OrderID: "o-dbo-4b", SKUs: []string{e.sku}}, nil)
+	e.placeInRedis(t, "o-dbo-4b", 1, true)
 	e.wantInLine(t, "after the cold load", 7)
 
 	e.expire(t, "o-dbo-4", 2)
@@ -329,14 +331,8 @@ func TestReserveLine_ResyncsWhenRedisAnswersAgain(t *testing.T) {
 func TestReleaseLine_KeepsAPaidOrdersUnitsWithoutBeingTold(t *testing.T) {
 	t.Parallel()
 	e := newDBOnlyEnv(t, "DBO-8", 10)
-	var out activities.ReserveOutcome
-	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: "o-dbo-8", SKU: e.sku, Qty: 2}, &out)
-	e.deduct(t, "o-dbo-8", 2)
-	e.run(t, e.up, e.up.ConfirmLines, activities.ConfirmInput{OrderID: "o-dbo-8", SKUs: []string{e.sku}}, nil)
-	if err := e.store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "evt-dbo-8", OrderID: "o-dbo-8",
-		AmountCents: 200, Currency: "CNY", Result: ordersaga.PaymentApplied}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	e.placeInRedis(t, "o-dbo-8", 2, true)
+	e.pay(t, "o-dbo-8", 2)
 	// The second life's compensation: no restore (its deduct never started), then the release.
 	var rel activities.ReleaseOutcome
 	e.run(t, e.up, e.up.ReleaseLine, activities.LineInput{OrderID: "o-dbo-8", SKU: e.sku, Qty: 2}, &rel)
@@ -352,13 +348,8 @@ func TestReleaseLine_KeepsAPaidOrdersUnitsWithoutBeingTold(t *testing.T) {
 func TestReleaseLine_ConfirmsTheLostConfirmOfAPaidOrder(t *testing.T) {
 	t.Parallel()
 	e := newDBOnlyEnv(t, "DBO-9", 10)
-	var out activities.ReserveOutcome
-	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: "o-dbo-9", SKU: e.sku, Qty: 2}, &out)
-	e.deduct(t, "o-dbo-9", 2) // the confirm never comes
-	if err := e.store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "evt-dbo-9", OrderID: "o-dbo-9",
-		AmountCents: 200, Currency: "CNY", Result: ordersaga.PaymentApplied}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	e.placeInRedis(t, "o-dbo-9", 2, false) // the confirm never comes
+	e.pay(t, "o-dbo-9", 2)
 	for _, told := range []bool{true, false} { // the restore said Sold, or the release reads it
 		var rel activities.ReleaseOutcome
 		e.run(t, e.up, e.up.ReleaseLine, activities.LineInput{OrderID: "o-dbo-9", SKU: e.sku, Qty: 2, Sold: told}, &rel)

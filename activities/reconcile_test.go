@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ordersaga/ordersaga"
@@ -187,15 +185,7 @@ func TestReserveLine_RedisDownFallsBackToTheDatabase(t *testing.T) {
 	if err := store.SetInventory(ctx, "DOWN", 5, 100); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { rdb.Close() })
-	rs := activities.NewRedisStock(rdb, "", 0)
+	rs := testenv.UnreachableRedis(t)
 
 	for _, fallback := range []bool{true, false} {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {

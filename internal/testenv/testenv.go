@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -116,4 +117,19 @@ func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 		rdb.Close()
 	})
 	return rdb, prefix
+}
+
+// UnreachableRedis returns a RedisStock whose client dials a local port that nothing listens on: every call
+// fails at once with "connection refused", as when Redis is down.
+func UnreachableRedis(tb testing.TB) *activities.RedisStock {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	tb.Cleanup(func() { rdb.Close() })
+	return activities.NewRedisStock(rdb, "", 0)
 }
