@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
@@ -29,12 +30,13 @@ func (s *stack) startAPI(ctx context.Context, rs *activities.RedisStock) error {
 	})
 	// Serve stops when its context is done; stop cancels it, after which Serve drains what is in flight.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
+	done, stopped := make(chan error, 1), make(chan error, 1)
 	go func() { done <- api.Serve(sctx, ln, h, logger, apiDrain) }()
+	go func() { stopped <- h.Run(sctx) }() // the markers' backfill stops with the API
 	s.apiURL = "http://" + ln.Addr().String()
 	s.onStop("order api", func() error {
 		cancel()
-		return <-done
+		return errors.Join(<-done, <-stopped)
 	})
 	return nil
 }

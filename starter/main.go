@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -94,7 +95,11 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		WebhookSecrets: cfg.PaymentWebhookSecrets,
 		AdminToken:     cfg.AdminToken,
 	})
-	return api.Serve(ctx, ln, handler, logger, drainTimeout)
+	// The background work (the markers' backfill) stops with the process, and the process waits for it.
+	stopped := make(chan error, 1)
+	go func() { stopped <- handler.Run(ctx) }()
+	err = api.Serve(ctx, ln, handler, logger, drainTimeout)
+	return errors.Join(err, <-stopped)
 }
 
 // dialTemporal connects the Temporal client with its logger bridged to slog and its metrics on /metrics.

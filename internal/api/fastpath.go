@@ -25,15 +25,28 @@ func (s *server) checkOrder(ctx context.Context, marker string, lines []ordersag
 
 // fillClaimsInBackground backfills the idempotency markers from the database unless a backfill of this
 // process is running already.
+// It runs under the server's background context: Server.Run stops it.
 func (s *server) fillClaimsInBackground() {
 	if !s.filling.CompareAndSwap(false, true) {
 		return
 	}
+	s.bgMu.Lock()
+	if s.bg.Err() != nil {
+		s.bgMu.Unlock()
+		s.filling.Store(false)
+		return
+	}
+	s.bgWork.Add(1)
+	s.bgMu.Unlock()
 	go func() {
+		defer s.bgWork.Done()
 		defer s.filling.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		ctx, cancel := context.WithTimeout(s.bg, 10*time.Minute)
 		defer cancel()
 		if err := s.fillClaims(ctx); err != nil {
+			if s.bg.Err() != nil {
+				return // stopped by Server.Run
+			}
 			s.Logger.Warn("sold-out fast path stays off: backfill of the idempotency markers failed; the next order request retries", "error", err)
 		}
 	}()

@@ -60,10 +60,35 @@ type server struct {
 	placing singleflight.Group
 	// filling is true while this process backfills the idempotency markers of the sold-out fast path.
 	filling atomic.Bool
+	// bg is the context of the background work (the backfill); stopBG cancels it, and bgWork counts what runs.
+	bg     context.Context
+	stopBG context.CancelFunc
+	bgMu   sync.Mutex // orders a start of background work before Run's stop, or after it (none starts)
+	bgWork sync.WaitGroup
 }
 
-// NewServer returns the order API's handler with every route of routes.go.
-func NewServer(d Deps) http.Handler {
+// Server is the order API: the handler of every route of routes.go, and the background work (the backfill of
+// the sold-out fast path's idempotency markers) that its process stops with Run.
+type Server struct {
+	http.Handler
+	s *server
+}
+
+// Run returns once ctx is done and the server's background work has stopped (a backfill in progress is
+// cancelled; none starts after). The process runs it beside Serve and waits for it before it exits. A server
+// whose Run is never called keeps its background work until the process ends.
+func (h *Server) Run(ctx context.Context) error {
+	<-ctx.Done()
+	h.s.bgMu.Lock()
+	h.s.stopBG()
+	h.s.bgMu.Unlock()
+	h.s.bgWork.Wait()
+	return nil
+}
+
+// NewServer returns the order API (see Server), and starts the backfill of the idempotency markers when
+// Redis needs it.
+func NewServer(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -83,10 +108,11 @@ func NewServer(d Deps) http.Handler {
 		d.Now = time.Now
 	}
 	s := &server{Deps: d, metrics: NewMetrics(d.Registry)}
+	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.fillClaimsInBackground()
 	mux := http.NewServeMux()
 	addRoutes(mux, s)
-	return s.metrics.instrument(problemsForUnmatched(mux))
+	return &Server{Handler: s.metrics.instrument(problemsForUnmatched(mux)), s: s}
 }
 
 // HTTP server timeouts: a reservation or a cancel may take tens of seconds, so writes get more than
