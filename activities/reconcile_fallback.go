@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,8 @@ type fallbackState struct {
 	// has not counted yet; tried is when that re-sync was last attempted.
 	dbOnly map[string]time.Time
 	tried  map[string]time.Time
+	// pending is len(dbOnly), read without the lock: every reserve asks, and almost always none is due.
+	pending atomic.Int32
 }
 
 // reservedInDB notes a database-only reservation of the SKU made at now.
@@ -60,12 +63,16 @@ func (f *fallbackState) reservedInDB(sku string, now time.Time) {
 		f.dbOnly = map[string]time.Time{}
 	}
 	f.dbOnly[sku] = now
+	f.pending.Store(int32(len(f.dbOnly)))
 }
 
 // resyncDue reports whether this process should re-sync the SKU before it reserves it in Redis again (it
 // reserved the SKU through the database since its last re-sync, and has not tried for resyncEvery), and
 // returns the reservation time that a successful re-sync settles.
 func (f *fallbackState) resyncDue(sku string, now time.Time) (time.Time, bool) {
+	if f.pending.Load() == 0 {
+		return time.Time{}, false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	since, ok := f.dbOnly[sku]
@@ -85,6 +92,7 @@ func (f *fallbackState) resynced(sku string, since time.Time) {
 	defer f.mu.Unlock()
 	if f.dbOnly[sku].Equal(since) {
 		delete(f.dbOnly, sku)
+		f.pending.Store(int32(len(f.dbOnly)))
 	}
 }
 
