@@ -100,6 +100,41 @@ func (r LineRules) CheckLines(lines []Line) *LineProblem {
 	return nil
 }
 
+// MaxStock is the largest stock a SKU may have: 2^53, up to which every integer is exact in a Lua number (a
+// double). The scripts read the stock with tonumber and write the counter from a Lua number, which Redis turns
+// into the command's argument with %.17g (Redis ≤ 7.0) or, when it is an integer, exactly (7.2 on); both are
+// exact up to here. Past it tonumber rounds (2^53+1 becomes 2^53, so Redis would promise a unit the database
+// does not have, or the reverse), and from 1e17 Redis 7.0 writes "1e+17", which INCRBY and DECRBY refuse.
+// (Lua's own tostring, %.14g, never sees a stock: no script concatenates one.)
+const MaxStock int64 = 1 << 53
+
+// CheckStock refuses a stock below 0 or above MaxStock (ErrStockOutOfRange), naming the SKU.
+func CheckStock(sku string, stock int64) error {
+	if stock < 0 || stock > MaxStock {
+		return fmt.Errorf("%s: stock %d: want 0 to %d: %w", sku, stock, MaxStock, ErrStockOutOfRange)
+	}
+	return nil
+}
+
+// CheckStored checks what the store needs of an order's lines before it deducts or restores them
+// (StoredOrderRules: no upper limits, so that a compensation is never refused); op names the step.
+func CheckStored(op string, orderID string, lines []Line) error {
+	if orderID == "" {
+		return fmt.Errorf("%s: order_id is empty", op)
+	}
+	p := StoredOrderRules.CheckLines(lines)
+	switch {
+	case p == nil:
+		return nil
+	case p.Fault == FaultCount:
+		return fmt.Errorf("%s %s: no lines", op, orderID)
+	case p.Fault == FaultDuplicate:
+		return fmt.Errorf("%s %s: sku %q appears twice", op, orderID, lines[p.Line].SKU)
+	}
+	l := lines[p.Line]
+	return fmt.Errorf("%s %s: line sku=%q qty=%d: sku must be set and qty positive", op, orderID, l.SKU, l.Qty)
+}
+
 // RejectKind is why an order was REJECTED: the words that begin its closed_reason.
 type RejectKind string
 

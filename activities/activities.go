@@ -10,23 +10,26 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // Activities are the order saga's Temporal activities. Register a *Activities with a worker; workflows refer to
 // the methods through a nil *Activities.
 type Activities struct {
-	Redis *RedisStock
-	Store *Store
+	Redis *redisstock.Store
+	Store *sqlstore.Store
 
 	// DBFallback lets ReserveLine fall back to the database deduct alone when Redis cannot be reached
-	// (RESERVE_DB_FALLBACK; see reconcile_fallback.go). Off: the reserve fails retryably until Redis is back.
+	// (RESERVE_DB_FALLBACK; see reconcile.Reserver). Off: the reserve fails retryably until Redis is back.
 	DBFallback bool
 	// Probe tells reconciliation whether an order's workflow is gone (nil: never).
-	Probe OrderProbe
+	Probe reconcile.OrderProbe
 	// Metrics counts reconciliation, cold loads and fallbacks (nil: not counted).
-	Metrics *Metrics
+	Metrics *reconcile.Metrics
 
-	fallback fallbackState
+	fallback reconcile.FallbackState
 }
 
 // LineInput names one line of one order.
@@ -53,7 +56,7 @@ type ConfirmInput struct {
 
 // MarkPaidInput applies one payment to one order.
 type MarkPaidInput struct {
-	Payment PaymentRecord
+	Payment ordersaga.PaymentRecord
 	PaidAt  time.Time
 }
 
@@ -64,14 +67,14 @@ func nonRetryable(errType string, err error, details ...any) error {
 // businessError turns the store's business outcomes into non-retryable application errors with a type;
 // anything else (network, timeouts, conflicts) stays retryable.
 func businessError(err error) error {
-	if sku, ok := IsSoldOut(err); ok {
+	if sku, ok := ordersaga.IsSoldOut(err); ok {
 		return nonRetryable(ErrTypeSoldOut, err, sku)
 	}
 	switch {
-	case errors.Is(err, ErrCompensated):
+	case errors.Is(err, ordersaga.ErrCompensated):
 		return nonRetryable(ErrTypeCompensated, err)
-	case errors.Is(err, ErrUnknownSKU):
-		var u *UnknownSKUError
+	case errors.Is(err, ordersaga.ErrUnknownSKU):
+		var u *ordersaga.UnknownSKUError
 		if errors.As(err, &u) {
 			return nonRetryable(ErrTypeUnknownSKU, err, u.SKU)
 		}
@@ -80,41 +83,17 @@ func businessError(err error) error {
 	return err
 }
 
-// ReserveLine holds one line's units in Redis. When the SKU is not loaded it loads it from the database and
-// tries again (cold start), failing retryably if it still cannot, or non-retryably when the SKU does not exist
-// at all. When Redis cannot be reached and DBFallback is on, it holds nothing and answers ReservedInDB: the
-// order's DB deduct is then the only gate (see reconcile_fallback.go).
-func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ReserveOutcome, error) {
+// ReserveLine holds one line's units in Redis (reconcile.Reserver): a SKU whose counter is missing is loaded
+// from the database first (cold start), failing retryably if it still cannot be, or non-retryably when the
+// SKU does not exist at all. When Redis cannot be reached and DBFallback is on, it holds nothing and answers
+// ordersaga.ReservedInDB: the order's DB deduct is then the only gate.
+func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.ReserveOutcome, error) {
 	if in.OrderID == "" || in.SKU == "" || in.Qty <= 0 {
 		return "", nonRetryable(ErrTypeBadInput, fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", in.OrderID, in.SKU, in.Qty))
 	}
-	if a.DBFallback && a.fallback.breakerIsOpen(time.Now()) {
-		return a.reserveInDB(ctx, in, nil)
-	}
-	a.resyncIfDue(ctx, in.SKU)
-	out, err := a.Redis.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
-	if errors.Is(err, ErrNotLoaded) {
-		if _, ierr := a.Store.Inventory(ctx, in.SKU); errors.Is(ierr, ErrNotFound) {
-			return "", nonRetryable(ErrTypeUnknownSKU, fmt.Errorf("reserve %s: %w", in.SKU, ErrUnknownSKU), in.SKU)
-		}
-		if _, lerr := a.coldLoad(ctx, in.SKU); lerr != nil {
-			if a.DBFallback {
-				if rerr := a.redisDownAfterColdLoad(ctx, in.SKU, lerr); rerr != nil {
-					a.fallback.trip(time.Now())
-					return a.reserveInDB(ctx, in, rerr)
-				}
-			}
-			// The database failed, or Redis without being unreachable: fail closed, retryably.
-			return "", failNotLoaded(ctx, in, errors.Join(err, lerr))
-		}
-		out, err = a.Redis.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
-	}
-	// err is the reserve script's own error: only a Redis call's error may trip the breaker.
-	if a.DBFallback && IsUnreachable(FromRedis(err)) {
-		a.fallback.trip(time.Now())
-		return a.reserveInDB(ctx, in, err)
-	}
-	if errors.Is(err, ErrNotLoaded) {
+	r := reconcile.Reserver{Redis: a.Redis, Store: a.Store, DBFallback: a.DBFallback, Metrics: a.Metrics, State: &a.fallback}
+	out, err := r.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
+	if errors.Is(err, ordersaga.ErrNotLoaded) {
 		return "", failNotLoaded(ctx, in, err)
 	}
 	if err != nil {
@@ -130,34 +109,17 @@ func failNotLoaded(ctx context.Context, in LineInput, err error) error {
 	return temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeNotLoaded, err, in.SKU)
 }
 
-// redisDownAfterColdLoad tells whether a cold load failed because Redis cannot be reached, and then returns
-// the Redis error that says so (nil otherwise). The cold load talks to the database and to Redis, and its
-// error does not say which one failed; the shapes do not either (the MySQL driver's dial error is a
-// *net.OpError like Redis's). So Redis is asked again, and only its own answer counts: a database error, a
-// Redis pool timeout or the activity's deadline leaves the reserve failing closed (NotLoaded, retryable).
-// The extra round trip is made only when the cold load's error looks like a connection failure.
-func (a *Activities) redisDownAfterColdLoad(ctx context.Context, sku string, lerr error) error {
-	if !connectionFailed(lerr) {
-		return nil
-	}
-	_, _, perr := a.Redis.Available(ctx, sku)
-	if !IsUnreachable(FromRedis(perr)) {
-		return nil
-	}
-	return fmt.Errorf("cold load of %s failed (%v), and redis does not answer: %w", sku, lerr, perr)
-}
-
 // ReleaseLine gives back one line's Redis hold (or writes its tombstone). The units of a PAID order stay sold:
 // the workflow says so when its restore answered Sold, and when it did not restore (a later life of a paid
 // order's ID whose reserve failed compensates without one) the database's status says it.
-func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ReleaseOutcome, error) {
+func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ordersaga.ReleaseOutcome, error) {
 	sold := in.Sold
 	if !sold {
 		o, err := a.Store.Order(ctx, in.OrderID)
 		switch {
 		case err == nil:
 			sold = o.Status == ordersaga.StatusPaid
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, ordersaga.ErrNotFound):
 			return "", err
 		}
 	}
@@ -169,7 +131,7 @@ func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ReleaseOutc
 	if err != nil {
 		return "", err
 	}
-	if out == TombstoneReleased {
+	if out == ordersaga.TombstoneReleased {
 		activity.GetLogger(ctx).Info("release before reserve: tombstone written", "sku", in.SKU, "order_id", in.OrderID)
 	}
 	return out, nil
@@ -186,20 +148,20 @@ func (a *Activities) ConfirmLines(ctx context.Context, in ConfirmInput) error {
 }
 
 // DeductOrder takes every line of the order from the database in one transaction and records the order.
-func (a *Activities) DeductOrder(ctx context.Context, in DeductInput) (DeductResult, error) {
-	if err := validateLines("deduct", in.OrderID, in.Lines); err != nil {
-		return DeductResult{}, nonRetryable(ErrTypeBadInput, err)
+func (a *Activities) DeductOrder(ctx context.Context, in ordersaga.DeductInput) (ordersaga.DeductResult, error) {
+	if err := ordersaga.CheckStored("deduct", in.OrderID, in.Lines); err != nil {
+		return ordersaga.DeductResult{}, nonRetryable(ErrTypeBadInput, err)
 	}
 	res, err := a.Store.Deduct(ctx, in)
 	if err != nil {
-		return DeductResult{}, businessError(err)
+		return ordersaga.DeductResult{}, businessError(err)
 	}
 	return res, nil
 }
 
 // RestoreOrder gives back what DeductOrder took (or writes tombstones when it took nothing).
-func (a *Activities) RestoreOrder(ctx context.Context, in RestoreInput) ([]RestoreLine, error) {
-	if err := validateLines("restore", in.OrderID, in.Lines); err != nil {
+func (a *Activities) RestoreOrder(ctx context.Context, in RestoreInput) ([]ordersaga.RestoreLine, error) {
+	if err := ordersaga.CheckStored("restore", in.OrderID, in.Lines); err != nil {
 		return nil, nonRetryable(ErrTypeBadInput, err)
 	}
 	out, err := a.Store.Restore(ctx, in.OrderID, in.Lines)
@@ -217,14 +179,14 @@ func (a *Activities) RestoreOrder(ctx context.Context, in RestoreInput) ([]Resto
 // CloseOrder records the final status of an order that was not paid, and returns the order as the database
 // now holds it: a status other than the one asked for means the database had decided first (a PAID order
 // stays PAID), and the workflow takes the database's word.
-func (a *Activities) CloseOrder(ctx context.Context, rec OrderRecord) (OrderRecord, error) {
+func (a *Activities) CloseOrder(ctx context.Context, rec ordersaga.OrderRecord) (ordersaga.OrderRecord, error) {
 	return a.Store.CloseOrder(ctx, rec)
 }
 
 // MarkPaid applies a payment: the order becomes PAID and the payment is recorded as applied.
 func (a *Activities) MarkPaid(ctx context.Context, in MarkPaidInput) error {
 	err := a.Store.MarkPaid(ctx, in.Payment, in.PaidAt)
-	if errors.Is(err, ErrOrderNotPayable) {
+	if errors.Is(err, ordersaga.ErrOrderNotPayable) {
 		return nonRetryable("OrderNotPayable", err)
 	}
 	return err
@@ -233,10 +195,10 @@ func (a *Activities) MarkPaid(ctx context.Context, in MarkPaidInput) error {
 // RecordPayment records a payment that was not applied: refunded (it came late or twice) or rejected (wrong
 // amount). The refund itself is the payment provider's call, out of scope here: it is recorded and logged
 // once, keyed by the event ID.
-func (a *Activities) RecordPayment(ctx context.Context, p PaymentRecord) (PaymentRecord, error) {
+func (a *Activities) RecordPayment(ctx context.Context, p ordersaga.PaymentRecord) (ordersaga.PaymentRecord, error) {
 	rec, inserted, err := a.Store.RecordPayment(ctx, p)
 	if err != nil {
-		return PaymentRecord{}, err
+		return ordersaga.PaymentRecord{}, err
 	}
 	if inserted && rec.Result.Refunds() {
 		activity.GetLogger(ctx).Info("payment refunded", "event_id", rec.EventID, "order_id", rec.OrderID,

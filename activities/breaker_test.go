@@ -26,13 +26,16 @@ import (
 	"go.temporal.io/sdk/worker"
 	"gorm.io/gorm"
 
+	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
 // brkReserve runs ReserveLine in an activity environment of its own; bg, when set, is the context the
 // activity's context derives from (a deadline on it is the activity's deadline). The breaker is acts's.
-func brkReserve(t *testing.T, acts *activities.Activities, bg context.Context, order, sku string) (activities.ReserveOutcome, error) {
+func brkReserve(t *testing.T, acts *activities.Activities, bg context.Context, order, sku string) (ordersaga.ReserveOutcome, error) {
 	t.Helper()
 	var env testsuite.WorkflowTestSuite
 	aenv := env.NewTestActivityEnvironment()
@@ -44,7 +47,7 @@ func brkReserve(t *testing.T, acts *activities.Activities, bg context.Context, o
 	if err != nil {
 		return "", err
 	}
-	var out activities.ReserveOutcome
+	var out ordersaga.ReserveOutcome
 	if err := v.Get(&out); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +56,7 @@ func brkReserve(t *testing.T, acts *activities.Activities, bg context.Context, o
 
 // brkFailsRetryably checks that a reserve failed, retryably, without answering db_only; wantType, when set,
 // is the application error's type.
-func brkFailsRetryably(t *testing.T, what string, out activities.ReserveOutcome, err error, wantType string) {
+func brkFailsRetryably(t *testing.T, what string, out ordersaga.ReserveOutcome, err error, wantType string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s: reserve = %q, want a retryable error (Redis is healthy: no database-only reserve)", what, out)
@@ -76,7 +79,7 @@ func brkFailsRetryably(t *testing.T, what string, out activities.ReserveOutcome,
 
 // brkStillOnRedis checks that the breaker did not trip: a reserve of another, loaded SKU on the same
 // Activities holds its unit in Redis.
-func brkStillOnRedis(t *testing.T, acts *activities.Activities, rs *activities.RedisStock, sku string) {
+func brkStillOnRedis(t *testing.T, acts *activities.Activities, rs *redisstock.Store, sku string) {
 	t.Helper()
 	ctx := t.Context()
 	before, _, err := rs.Available(ctx, sku)
@@ -84,8 +87,8 @@ func brkStillOnRedis(t *testing.T, acts *activities.Activities, rs *activities.R
 		t.Fatal(err)
 	}
 	out, err := brkReserve(t, acts, nil, "next-"+testenv.RandomID(3), sku)
-	if err != nil || out != activities.Reserved {
-		t.Fatalf("next reserve of %s = %q, %v; want %q from Redis (the breaker must not have tripped)", sku, out, err, activities.Reserved)
+	if err != nil || out != ordersaga.Reserved {
+		t.Fatalf("next reserve of %s = %q, %v; want %q from Redis (the breaker must not have tripped)", sku, out, err, ordersaga.Reserved)
 	}
 	if after, _, err := rs.Available(ctx, sku); err != nil || after != before-1 {
 		t.Errorf("%s avail %d -> %d (%v): the next reserve did not hold its unit in Redis", sku, before, after, err)
@@ -93,9 +96,9 @@ func brkStillOnRedis(t *testing.T, acts *activities.Activities, rs *activities.R
 }
 
 // brkNoMarks checks that no reserve went to the database alone (no re-sync mark).
-func brkNoMarks(t *testing.T, store *activities.Store) {
+func brkNoMarks(t *testing.T, store *sqlstore.Store) {
 	t.Helper()
-	rows, err := store.Anomalies(context.Background(), activities.FallbackRunID)
+	rows, err := store.Anomalies(context.Background(), sqlstore.FallbackRunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,7 @@ func brkNoMarks(t *testing.T, store *activities.Store) {
 
 // brkFailReadsOf makes every read of the store that names sku fail with err (as the driver's error), until
 // the returned function is called.
-func brkFailReadsOf(t *testing.T, store *activities.Store, sku string, err error) func() {
+func brkFailReadsOf(t *testing.T, store *sqlstore.Store, sku string, err error) func() {
 	t.Helper()
 	var on atomic.Bool
 	on.Store(true)
@@ -164,7 +167,7 @@ func brkTestRedisAddr(t *testing.T) (string, string) {
 // (NotLoaded, retryable) and the next reserve of another SKU still goes to Redis.
 func TestReserveLine_ColdLoadDatabaseErrorKeepsRedisTheGate(t *testing.T) {
 	t.Parallel()
-	setup := func(t *testing.T) (*activities.Store, *activities.RedisStock, *activities.Activities) {
+	setup := func(t *testing.T) (*sqlstore.Store, *redisstock.Store, *activities.Activities) {
 		ctx := t.Context()
 		store := testenv.MustOpenStore(t)
 		rs := testenv.MustOpenRedis(t)
@@ -211,15 +214,15 @@ func TestReserveLine_ColdLoadDatabaseErrorKeepsRedisTheGate(t *testing.T) {
 		brkStillOnRedis(t, acts, rs, "HOT")
 		brkNoMarks(t, store)
 		// The retry, with the lock gone, loads COLD and holds its unit in Redis.
-		if out, err := brkReserve(t, acts, nil, "o-cold", "COLD"); err != nil || out != activities.Reserved {
-			t.Errorf("retry of the cold reserve = %q, %v; want %q", out, err, activities.Reserved)
+		if out, err := brkReserve(t, acts, nil, "o-cold", "COLD"); err != nil || out != ordersaga.Reserved {
+			t.Errorf("retry of the cold reserve = %q, %v; want %q", out, err, ordersaga.Reserved)
 		}
 	})
 }
 
 // brkHoldInventoryLock takes the lock of sku's inventory row (MySQL: SELECT ... FOR UPDATE in a transaction of
 // its own), which the cold load's locking read waits for, and returns its release.
-func brkHoldInventoryLock(t *testing.T, store *activities.Store, sku string) func() {
+func brkHoldInventoryLock(t *testing.T, store *sqlstore.Store, sku string) func() {
 	t.Helper()
 	ctx := t.Context()
 	sqlDB, err := store.DB().DB()
@@ -263,7 +266,7 @@ func TestReserveLine_RedisPoolExhaustionKeepsRedisTheGate(t *testing.T) {
 			addr, prefix := brkTestRedisAddr(t)
 			one := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, PoolTimeout: c.poolTimeout})
 			t.Cleanup(func() { one.Close() })
-			rs := activities.NewRedisStock(one, prefix, 0)
+			rs := redisstock.New(one, prefix, 0)
 			for _, sku := range []string{"PEAK", "NEXT"} {
 				if err := store.SetInventory(ctx, sku, 10, 100); err != nil {
 					t.Fatal(err)
@@ -322,11 +325,11 @@ func TestReserveLine_UnreachableRedisStillFallsBack(t *testing.T) {
 			opts.DialTimeout = 500 * time.Millisecond
 			rdb := redis.NewClient(&opts)
 			t.Cleanup(func() { rdb.Close() })
-			acts := &activities.Activities{Redis: activities.NewRedisStock(rdb, "", 0), Store: store, DBFallback: true}
-			if out, err := brkReserve(t, acts, nil, "o-down", "DOWN"); err != nil || out != activities.ReservedInDB {
-				t.Fatalf("reserve with Redis unreachable = %q, %v; want %q", out, err, activities.ReservedInDB)
+			acts := &activities.Activities{Redis: redisstock.New(rdb, "", 0), Store: store, DBFallback: true}
+			if out, err := brkReserve(t, acts, nil, "o-down", "DOWN"); err != nil || out != ordersaga.ReservedInDB {
+				t.Fatalf("reserve with Redis unreachable = %q, %v; want %q", out, err, ordersaga.ReservedInDB)
 			}
-			if rows, err := store.Anomalies(t.Context(), activities.FallbackRunID); err != nil || len(rows) != 1 {
+			if rows, err := store.Anomalies(t.Context(), sqlstore.FallbackRunID); err != nil || len(rows) != 1 {
 				t.Errorf("re-sync marks = %+v, %v; want one", rows, err)
 			}
 		})
@@ -345,14 +348,14 @@ func TestReserveLine_UnreachableRedisStillFallsBack(t *testing.T) {
 			rdb := redis.NewClient(&redis.Options{Addr: proxy.addr(), DialTimeout: 500 * time.Millisecond})
 			t.Cleanup(func() { rdb.Close() })
 			rdb.AddHook(brkCutAfterReserve{proxy: proxy})
-			acts := &activities.Activities{Redis: activities.NewRedisStock(rdb, prefix, 0), Store: store, DBFallback: fallback}
+			acts := &activities.Activities{Redis: redisstock.New(rdb, prefix, 0), Store: store, DBFallback: fallback}
 			out, err := brkReserve(t, acts, nil, "o-gone", "GONE")
 			if !proxy.isCut() {
 				t.Fatal("the reserve script never answered through the proxy")
 			}
 			if fallback {
-				if err != nil || out != activities.ReservedInDB {
-					t.Fatalf("reserve with Redis gone before the cold load = %q, %v; want %q", out, err, activities.ReservedInDB)
+				if err != nil || out != ordersaga.ReservedInDB {
+					t.Fatalf("reserve with Redis gone before the cold load = %q, %v; want %q", out, err, ordersaga.ReservedInDB)
 				}
 				return
 			}
@@ -561,7 +564,7 @@ func TestIsUnreachable_OnlyARedisConnectionFailure(t *testing.T) {
 	_, canceledDial := (&net.Dialer{}).DialContext(canceledCtx, "tcp", brkClosedAddr(t))
 	// What ReserveLine saw before the fix when a cold load failed on the database: Redis's "not loaded"
 	// answer joined with the database's error.
-	joined := errors.Join(fmt.Errorf("reserve COLD: %w", activities.ErrNotLoaded), fmt.Errorf("max ledger id COLD: %w", mysqlDial))
+	joined := errors.Join(fmt.Errorf("reserve COLD: %w", ordersaga.ErrNotLoaded), fmt.Errorf("max ledger id COLD: %w", mysqlDial))
 
 	for _, c := range []struct {
 		name string
@@ -569,33 +572,33 @@ func TestIsUnreachable_OnlyARedisConnectionFailure(t *testing.T) {
 		want bool
 	}{
 		{"nil", nil, false},
-		{"redis: nil from redis", activities.FromRedis(nil), false},
+		{"redis: nil from redis", redisstock.FromRedis(nil), false},
 
 		// A Redis call that could not reach Redis.
-		{"redis: connection refused (go-redis)", activities.FromRedis(refused), true},
-		{"redis: wrapped connection refused", activities.FromRedis(fmt.Errorf("reserve X: %w", refused)), true},
-		{"redis: dial timeout (go-redis)", activities.FromRedis(dialTimeout), true},
-		{"redis: read i/o timeout (go-redis)", activities.FromRedis(readTimeout), true},
-		{"redis: EOF from a closed connection (go-redis)", activities.FromRedis(eof), true},
-		{"redis: EOF", activities.FromRedis(fmt.Errorf("reserve X: %w", io.EOF)), true},
-		{"redis: unexpected EOF", activities.FromRedis(io.ErrUnexpectedEOF), true},
-		{"redis: connection reset", activities.FromRedis(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), true},
-		{"redis: broken pipe", activities.FromRedis(fmt.Errorf("x: %w", syscall.EPIPE)), true},
-		{"redis: LOADING", activities.FromRedis(fmt.Errorf("reserve X: %w", brkRedisReply("LOADING Redis is loading the dataset in memory"))), true},
-		{"redis: MASTERDOWN", activities.FromRedis(brkRedisReply("MASTERDOWN Link with MASTER is down")), true},
-		{"redis: TRYAGAIN", activities.FromRedis(brkRedisReply("TRYAGAIN Multiple keys request during rehashing")), true},
+		{"redis: connection refused (go-redis)", redisstock.FromRedis(refused), true},
+		{"redis: wrapped connection refused", redisstock.FromRedis(fmt.Errorf("reserve X: %w", refused)), true},
+		{"redis: dial timeout (go-redis)", redisstock.FromRedis(dialTimeout), true},
+		{"redis: read i/o timeout (go-redis)", redisstock.FromRedis(readTimeout), true},
+		{"redis: EOF from a closed connection (go-redis)", redisstock.FromRedis(eof), true},
+		{"redis: EOF", redisstock.FromRedis(fmt.Errorf("reserve X: %w", io.EOF)), true},
+		{"redis: unexpected EOF", redisstock.FromRedis(io.ErrUnexpectedEOF), true},
+		{"redis: connection reset", redisstock.FromRedis(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), true},
+		{"redis: broken pipe", redisstock.FromRedis(fmt.Errorf("x: %w", syscall.EPIPE)), true},
+		{"redis: LOADING", redisstock.FromRedis(fmt.Errorf("reserve X: %w", brkRedisReply("LOADING Redis is loading the dataset in memory"))), true},
+		{"redis: MASTERDOWN", redisstock.FromRedis(brkRedisReply("MASTERDOWN Link with MASTER is down")), true},
+		{"redis: TRYAGAIN", redisstock.FromRedis(brkRedisReply("TRYAGAIN Multiple keys request during rehashing")), true},
 
 		// Redis answered, or the client gave up before asking it.
-		{"redis: pool timeout (go-redis)", activities.FromRedis(poolTimeout), false},
-		{"redis: wrapped pool timeout", activities.FromRedis(fmt.Errorf("reserve X: %w", redis.ErrPoolTimeout)), false},
-		{"redis: pool exhausted", activities.FromRedis(redis.ErrPoolExhausted), false},
-		{"redis: deadline waiting for a connection", activities.FromRedis(fmt.Errorf("reserve X: %w", context.DeadlineExceeded)), false},
-		{"redis: canceled", activities.FromRedis(context.Canceled), false},
-		{"redis: dial canceled", activities.FromRedis(canceledDial), false},
-		{"redis: client closed", activities.FromRedis(redis.ErrClosed), false},
-		{"redis: nil reply", activities.FromRedis(redis.Nil), false},
-		{"redis: error reply", activities.FromRedis(brkRedisReply("ERR something")), false},
-		{"redis: not loaded", activities.FromRedis(fmt.Errorf("reserve X: %w", activities.ErrNotLoaded)), false},
+		{"redis: pool timeout (go-redis)", redisstock.FromRedis(poolTimeout), false},
+		{"redis: wrapped pool timeout", redisstock.FromRedis(fmt.Errorf("reserve X: %w", redis.ErrPoolTimeout)), false},
+		{"redis: pool exhausted", redisstock.FromRedis(redis.ErrPoolExhausted), false},
+		{"redis: deadline waiting for a connection", redisstock.FromRedis(fmt.Errorf("reserve X: %w", context.DeadlineExceeded)), false},
+		{"redis: canceled", redisstock.FromRedis(context.Canceled), false},
+		{"redis: dial canceled", redisstock.FromRedis(canceledDial), false},
+		{"redis: client closed", redisstock.FromRedis(redis.ErrClosed), false},
+		{"redis: nil reply", redisstock.FromRedis(redis.Nil), false},
+		{"redis: error reply", redisstock.FromRedis(brkRedisReply("ERR something")), false},
+		{"redis: not loaded", redisstock.FromRedis(fmt.Errorf("reserve X: %w", ordersaga.ErrNotLoaded)), false},
 
 		// Not a Redis call's error: never, whatever its shape.
 		{"db: mysql dial refused", mysqlDial, false},
@@ -605,7 +608,7 @@ func TestIsUnreachable_OnlyARedisConnectionFailure(t *testing.T) {
 		{"db: EOF", io.EOF, false},
 		{"unmarked go-redis refusal", refused, false},
 	} {
-		if got := activities.IsUnreachable(c.err); got != c.want {
+		if got := redisstock.IsUnreachable(c.err); got != c.want {
 			t.Errorf("%s: IsUnreachable(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
 	}

@@ -10,14 +10,17 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
 // dbOnlyEnv is one SKU with its stock loaded in Redis, the activities on that Redis, and the same activities
 // on a Redis that cannot be reached (the fallback on), for the reservations Redis could not serve.
 type dbOnlyEnv struct {
-	store *activities.Store
-	rs    *activities.RedisStock
+	store *sqlstore.Store
+	rs    *redisstock.Store
 	up    *activities.Activities // Redis answers
 	down  *activities.Activities // Redis unreachable, DBFallback on
 	sku   string
@@ -28,7 +31,7 @@ func newDBOnlyEnv(t *testing.T, sku string, stock int64) *dbOnlyEnv {
 	t.Helper()
 	store := testenv.MustOpenStore(t)
 	rs := testenv.MustOpenRedis(t)
-	if _, err := activities.SetStock(t.Context(), store, rs, sku, stock, 100); err != nil {
+	if _, err := reconcile.SetStock(t.Context(), store, rs, sku, stock, 100); err != nil {
 		t.Fatal(err)
 	}
 	return &dbOnlyEnv{
@@ -58,25 +61,25 @@ func (e *dbOnlyEnv) run(t *testing.T, acts *activities.Activities, fn any, in an
 // does on the fallback path.
 func (e *dbOnlyEnv) placeInDB(t *testing.T, order string, qty int64) {
 	t.Helper()
-	var out activities.ReserveOutcome
+	var out ordersaga.ReserveOutcome
 	e.run(t, e.down, e.down.ReserveLine, activities.LineInput{OrderID: order, SKU: e.sku, Qty: qty}, &out)
-	if out != activities.ReservedInDB {
-		t.Fatalf("reserve with Redis down = %q, want %q", out, activities.ReservedInDB)
+	if out != ordersaga.ReservedInDB {
+		t.Fatalf("reserve with Redis down = %q, want %q", out, ordersaga.ReservedInDB)
 	}
 	e.deduct(t, order, qty)
 }
 
 func (e *dbOnlyEnv) deduct(t *testing.T, order string, qty int64) {
 	t.Helper()
-	var res activities.DeductResult
-	e.run(t, e.up, e.up.DeductOrder, activities.DeductInput{OrderID: order, UserID: "u", Currency: "CNY",
+	var res ordersaga.DeductResult
+	e.run(t, e.up, e.up.DeductOrder, ordersaga.DeductInput{OrderID: order, UserID: "u", Currency: "CNY",
 		PayBy: time.Now().Add(time.Hour), Lines: []ordersaga.Line{{SKU: e.sku, Qty: qty}}}, &res)
 }
 
 // placeInRedis reserves an order's line in Redis, deducts it and, when confirm, confirms it: the normal path.
 func (e *dbOnlyEnv) placeInRedis(t *testing.T, order string, qty int64, confirm bool) {
 	t.Helper()
-	var out activities.ReserveOutcome
+	var out ordersaga.ReserveOutcome
 	e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: order, SKU: e.sku, Qty: qty}, &out)
 	e.deduct(t, order, qty)
 	if confirm {
@@ -87,7 +90,7 @@ func (e *dbOnlyEnv) placeInRedis(t *testing.T, order string, qty int64, confirm 
 // pay applies a payment of the order's amount (the SKU's price is 100 cents).
 func (e *dbOnlyEnv) pay(t *testing.T, order string, qty int64) {
 	t.Helper()
-	if err := e.store.MarkPaid(t.Context(), activities.PaymentRecord{EventID: "evt-" + order, OrderID: order,
+	if err := e.store.MarkPaid(t.Context(), ordersaga.PaymentRecord{EventID: "evt-" + order, OrderID: order,
 		AmountCents: 100 * qty, Currency: "CNY", Result: ordersaga.PaymentApplied}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -97,16 +100,16 @@ func (e *dbOnlyEnv) pay(t *testing.T, order string, qty int64) {
 // Redis release.
 func (e *dbOnlyEnv) expire(t *testing.T, order string, qty int64) {
 	t.Helper()
-	var restored []activities.RestoreLine
+	var restored []ordersaga.RestoreLine
 	e.run(t, e.up, e.up.RestoreOrder, activities.RestoreInput{OrderID: order, Lines: []ordersaga.Line{{SKU: e.sku, Qty: qty}}}, &restored)
-	var rel activities.ReleaseOutcome
+	var rel ordersaga.ReleaseOutcome
 	e.run(t, e.up, e.up.ReleaseLine, activities.LineInput{OrderID: order, SKU: e.sku, Qty: qty}, &rel)
 }
 
 func (e *dbOnlyEnv) reconcile(t *testing.T) activities.ReconcileSummary {
 	t.Helper()
-	rec := &activities.Reconciler{Redis: e.rs, Store: e.store, Grace: time.Hour, RunID: "dbonly"}
-	sum, _, err := rec.SKU(t.Context(), e.sku, activities.ResyncClear)
+	rec := &reconcile.Reconciler{Redis: e.rs, Store: e.store, Grace: time.Hour, RunID: "dbonly"}
+	sum, _, err := rec.SKU(t.Context(), e.sku, sqlstore.ResyncClear)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +119,7 @@ func (e *dbOnlyEnv) reconcile(t *testing.T) activities.ReconcileSummary {
 // wantInLine fails unless Redis promises exactly what the database holds (no hold is open in these tests).
 func (e *dbOnlyEnv) wantInLine(t *testing.T, when string, dbStock int64) {
 	t.Helper()
-	v, err := activities.ReadStock(t.Context(), e.store, e.rs, e.sku)
+	v, err := reconcile.ReadStock(t.Context(), e.store, e.rs, e.sku)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,11 +226,11 @@ func TestFallbackMark_AFailedWriteLeavesTheMarkDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.placeInDB(t, "o-dbo-5b", 1)
-	rows, err := e.store.Anomalies(t.Context(), activities.FallbackRunID)
+	rows, err := e.store.Anomalies(t.Context(), sqlstore.FallbackRunID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].Kind != activities.KindRedisDown || rows[0].OrderID != "o-dbo-5b" {
+	if len(rows) != 1 || rows[0].Kind != sqlstore.KindRedisDown || rows[0].OrderID != "o-dbo-5b" {
 		t.Errorf("re-sync marks = %+v, want the redis_down row of o-dbo-5b", rows)
 	}
 }
@@ -247,10 +250,10 @@ func TestResync_TheMarkStaysWhileAReservationMayBeInFlight(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 
 	e.placeInDB(t, "o-dbo-6a", 2)
-	var out activities.ReserveOutcome
+	var out ordersaga.ReserveOutcome
 	e.run(t, e.down, e.down.ReserveLine, activities.LineInput{OrderID: "o-dbo-6b", SKU: e.sku, Qty: 3}, &out)
-	if out != activities.ReservedInDB {
-		t.Fatalf("reserve of o-dbo-6b = %q, want %q", out, activities.ReservedInDB)
+	if out != ordersaga.ReservedInDB {
+		t.Fatalf("reserve of o-dbo-6b = %q, want %q", out, ordersaga.ReservedInDB)
 	}
 
 	run := func(id string) activities.ReconcileSummary {
@@ -265,7 +268,7 @@ func TestResync_TheMarkStaysWhileAReservationMayBeInFlight(t *testing.T) {
 		}
 		n := 0
 		for _, r := range rows {
-			if r.SKU == e.sku && r.Action == activities.ActionResynced {
+			if r.SKU == e.sku && r.Action == sqlstore.ActionResynced {
 				n++
 			}
 		}
@@ -280,7 +283,7 @@ func TestResync_TheMarkStaysWhileAReservationMayBeInFlight(t *testing.T) {
 	}
 
 	e.deduct(t, "o-dbo-6b", 3) // the late deduct
-	advance(activities.ResyncSettle)
+	advance(reconcile.ResyncSettle)
 	second := run("run-2")
 	e.wantInLine(t, "after the second run", 5)
 	if n := resynced(); n != 1 || second.Resynced != 1 {
@@ -291,7 +294,7 @@ func TestResync_TheMarkStaysWhileAReservationMayBeInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if r.Action == activities.ActionSetAvail && r.Kind != activities.KindResync {
+		if r.Action == sqlstore.ActionSetAvail && r.Kind != sqlstore.KindResync {
 			t.Errorf("the late deduct was repaired as %q, want it counted as part of the re-sync", r.Kind)
 		}
 	}
@@ -306,9 +309,9 @@ func TestReserveLine_ResyncsWhenRedisAnswersAgain(t *testing.T) {
 	t.Parallel()
 	e := newDBOnlyEnv(t, "DBO-7", 10)
 	acts := &activities.Activities{Redis: e.down.Redis, Store: e.store, DBFallback: true}
-	var out activities.ReserveOutcome
+	var out ordersaga.ReserveOutcome
 	e.run(t, acts, acts.ReserveLine, activities.LineInput{OrderID: "o-dbo-7a", SKU: e.sku, Qty: 3}, &out)
-	if out != activities.ReservedInDB {
+	if out != ordersaga.ReservedInDB {
 		t.Fatalf("reserve with Redis down = %q", out)
 	}
 	e.deduct(t, "o-dbo-7a", 3)
@@ -316,7 +319,7 @@ func TestReserveLine_ResyncsWhenRedisAnswersAgain(t *testing.T) {
 
 	acts.Redis = e.rs // Redis answers again
 	e.run(t, acts, acts.ReserveLine, activities.LineInput{OrderID: "o-dbo-7b", SKU: e.sku, Qty: 1}, &out)
-	if out != activities.Reserved {
+	if out != ordersaga.Reserved {
 		t.Fatalf("reserve with Redis back = %q", out)
 	}
 	e.wantInLine(t, "after the first reserve with Redis back", 7)
@@ -334,10 +337,10 @@ func TestReleaseLine_KeepsAPaidOrdersUnitsWithoutBeingTold(t *testing.T) {
 	e.placeInRedis(t, "o-dbo-8", 2, true)
 	e.pay(t, "o-dbo-8", 2)
 	// The second life's compensation: no restore (its deduct never started), then the release.
-	var rel activities.ReleaseOutcome
+	var rel ordersaga.ReleaseOutcome
 	e.run(t, e.up, e.up.ReleaseLine, activities.LineInput{OrderID: "o-dbo-8", SKU: e.sku, Qty: 2}, &rel)
-	if rel != activities.KeptSold {
-		t.Errorf("release of a PAID order's line = %q, want %q", rel, activities.KeptSold)
+	if rel != ordersaga.KeptSold {
+		t.Errorf("release of a PAID order's line = %q, want %q", rel, ordersaga.KeptSold)
 	}
 	e.wantInLine(t, "after the second life's release", 8)
 }
@@ -351,10 +354,10 @@ func TestReleaseLine_ConfirmsTheLostConfirmOfAPaidOrder(t *testing.T) {
 	e.placeInRedis(t, "o-dbo-9", 2, false) // the confirm never comes
 	e.pay(t, "o-dbo-9", 2)
 	for _, told := range []bool{true, false} { // the restore said Sold, or the release reads it
-		var rel activities.ReleaseOutcome
+		var rel ordersaga.ReleaseOutcome
 		e.run(t, e.up, e.up.ReleaseLine, activities.LineInput{OrderID: "o-dbo-9", SKU: e.sku, Qty: 2, Sold: told}, &rel)
-		if rel != activities.KeptSold {
-			t.Errorf("release (sold=%v) of a PAID order's held line = %q, want %q", told, rel, activities.KeptSold)
+		if rel != ordersaga.KeptSold {
+			t.Errorf("release (sold=%v) of a PAID order's held line = %q, want %q", told, rel, ordersaga.KeptSold)
 		}
 	}
 	e.wantInLine(t, "after the release", 8)

@@ -1,10 +1,10 @@
-// Package activities is the only I/O of the order saga: the Redis Lua reserve/release/confirm scripts
-// (RedisStock), the database deduct/restore and order records (Store), and the Temporal activities that call
-// them (Activities). Every activity is safe to run twice and out of order: see
-// docs/design.md, "The three anomalies".
+// Package activities is the order saga's Temporal activities (Activities) and their inputs: thin adapters
+// that check the input, call a store (internal/redisstock, internal/sqlstore) or the reconciliation engine
+// (internal/reconcile), and turn the domain's errors into typed Temporal application errors (errors.go). Every
+// activity is safe to run twice and out of order: see docs/design.md, "The three anomalies". The activity
+// names (the methods) and their inputs' fields never change: recorded histories replay against them.
 //
-// May import: the root package, schema, go-redis, GORM and the database drivers, the Temporal activity SDK,
-// Prometheus and the standard library. Must not import workflows, internal/..., commands, miniredis (tests
-// and the local stack bring it), or the Temporal workflow, client, worker or server packages (checked by
-// internal/layers).
+// May import: the root package, internal/redisstock, internal/sqlstore, internal/reconcile, the Temporal
+// activity SDK and the standard library. Must not import go-redis, GORM or database/sql (the stores do),
+// internal/api, or the Temporal workflow, client, worker or server packages (checked by internal/layers).
 package activities

@@ -1,10 +1,5 @@
 package activities
 
-import (
-	"errors"
-	"fmt"
-)
-
 // Error types carried by non-retryable Temporal application errors, so workflows and the API can tell
 // business outcomes apart without parsing messages.
 const (
@@ -14,39 +9,3 @@ const (
 	ErrTypeNotLoaded   = "NotLoaded"
 	ErrTypeBadInput    = "BadInput"
 )
-
-var (
-	// ErrNotLoaded means Redis has no counter for the SKU: fail closed, never sell. Retryable.
-	ErrNotLoaded = errors.New("sku not loaded in redis")
-	// ErrCompensated means the step's compensation already ran (tombstone or release): a late
-	// reserve/deduct must not take stock.
-	ErrCompensated = errors.New("refused: order already compensated")
-	// ErrUnknownSKU means the SKU is not in the inventory table.
-	ErrUnknownSKU = errors.New("unknown sku")
-	// ErrNotFound means a record does not exist.
-	ErrNotFound = errors.New("not found")
-	// errRetryTx marks a transaction that lost a deadlock or a lock wait and can simply run again.
-	errRetryTx = errors.New("transaction conflict")
-)
-
-// SoldOutError names the SKU that did not have enough units.
-type SoldOutError struct{ SKU string }
-
-func (e *SoldOutError) Error() string { return fmt.Sprintf("sold out: %s", e.SKU) }
-
-// UnknownSKUError names the SKU the inventory does not have; it matches ErrUnknownSKU with errors.Is.
-type UnknownSKUError struct{ SKU string }
-
-func (e *UnknownSKUError) Error() string { return fmt.Sprintf("unknown sku: %s", e.SKU) }
-
-// Unwrap makes errors.Is(err, ErrUnknownSKU) true.
-func (e *UnknownSKUError) Unwrap() error { return ErrUnknownSKU }
-
-// IsSoldOut reports whether err is a sold-out outcome and which SKU caused it.
-func IsSoldOut(err error) (string, bool) {
-	var so *SoldOutError
-	if errors.As(err, &so) {
-		return so.SKU, true
-	}
-	return "", false
-}

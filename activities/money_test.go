@@ -11,6 +11,8 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -30,7 +32,7 @@ type moneyRow struct {
 	sent         bool
 }
 
-func putPayments(t testing.TB, store *activities.Store, rows ...moneyRow) {
+func putPayments(t testing.TB, store *sqlstore.Store, rows ...moneyRow) {
 	t.Helper()
 	for _, r := range rows {
 		var refundedAt, sentAt *time.Time
@@ -50,7 +52,7 @@ func putPayments(t testing.TB, store *activities.Store, rows ...moneyRow) {
 }
 
 // putOrder writes an orders row; a PAID one is paid at `at` by event.
-func putOrder(t testing.TB, store *activities.Store, id string, status ordersaga.Status, cents int64, currency, event string, at time.Time) {
+func putOrder(t testing.TB, store *sqlstore.Store, id string, status ordersaga.Status, cents int64, currency, event string, at time.Time) {
 	t.Helper()
 	var paidAt *time.Time
 	var ev *string
@@ -85,7 +87,7 @@ func TestMoneyOnDays_SumsEachDayPerCurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []activities.MoneyTotals{
+	want := []sqlstore.MoneyTotals{
 		{Day: "2026-03-01", Currency: "CNY", Captured: 2499, Applied: 1000, Refunded: 1499, CapturedN: 3, AppliedN: 1, RefundedN: 2, RefundsUnsent: 2},
 		{Day: "2026-03-01", Currency: "EUR", Captured: 200, Applied: 200, CapturedN: 1, AppliedN: 1},
 		{Day: "2026-03-02", Currency: "CNY", Captured: 599, Applied: 300, Refunded: 299, CapturedN: 2, AppliedN: 1, RefundedN: 1},
@@ -143,7 +145,7 @@ func TestPaymentsOfOrder_ListsEveryEventOfTheOrder(t *testing.T) {
 
 // consistentDay is a day whose money holds: a PAID order with its payment, a late payment refunded, a
 // wrong amount refunded before the right one, in two currencies.
-func consistentDay(t testing.TB, store *activities.Store, day time.Time) {
+func consistentDay(t testing.TB, store *sqlstore.Store, day time.Time) {
 	t.Helper()
 	putOrder(t, store, "ok-paid", ordersaga.StatusPaid, 1000, "CNY", "ok-e1", day.Add(time.Hour))
 	putOrder(t, store, "ok-expired", ordersaga.StatusExpired, 500, "CNY", "", day)
@@ -205,12 +207,12 @@ func TestCheckMoneyDay_FindsPlantedDiscrepanciesAndRecordsThemOnce(t *testing.T)
 		got = append(got, key{f.Kind, f.Subject})
 	}
 	want := []key{
-		{activities.KindMoneyUnbalanced, "2026-03-01/CNY"},
-		{activities.KindPaymentUnsettled, "bad-e3"},
-		{activities.KindAppliedNotPaid, "bad-e1"},
-		{activities.KindAppliedNotPaid, "bad-e2"},
-		{activities.KindAppliedAmount, "bad-e5"},
-		{activities.KindPaidWithoutPayment, "bad-nopay"},
+		{sqlstore.KindMoneyUnbalanced, "2026-03-01/CNY"},
+		{sqlstore.KindPaymentUnsettled, "bad-e3"},
+		{sqlstore.KindAppliedNotPaid, "bad-e1"},
+		{sqlstore.KindAppliedNotPaid, "bad-e2"},
+		{sqlstore.KindAppliedAmount, "bad-e5"},
+		{sqlstore.KindPaidWithoutPayment, "bad-nopay"},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("findings = %v\nwant %v\n%+v", got, want, found)
@@ -258,7 +260,7 @@ func TestReconcileMoney_RecordsOnceAndExportsTheFindings(t *testing.T) {
 		moneyRow{"m-e2", "m-open", 399, "CNY", ordersaga.PaymentRejectedAmount, now, true, false},
 	)
 	reg := prometheus.NewRegistry()
-	m, err := activities.NewMetrics(reg)
+	m, err := reconcile.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +281,7 @@ func TestReconcileMoney_RecordsOnceAndExportsTheFindings(t *testing.T) {
 		return s
 	}
 	first, second := run("r1"), run("r2")
-	if first.Findings != 1 || first.Recorded != 1 || first.ByKind[activities.KindAppliedNotPaid] != 1 || first.RefundsUnsent != 1 {
+	if first.Findings != 1 || first.Recorded != 1 || first.ByKind[sqlstore.KindAppliedNotPaid] != 1 || first.RefundsUnsent != 1 {
 		t.Errorf("first run: %+v", first)
 	}
 	if second.Findings != 1 || second.Recorded != 0 {
@@ -292,9 +294,9 @@ func TestReconcileMoney_RecordsOnceAndExportsTheFindings(t *testing.T) {
 		name, kind string
 		want       float64
 	}{
-		{"ordersaga_reconcile_money_discrepancies", activities.KindAppliedNotPaid, 1},
-		{"ordersaga_reconcile_money_discrepancies", activities.KindPaidWithoutPayment, 0},
-		{"ordersaga_reconcile_money_anomalies_total", activities.KindAppliedNotPaid, 1},
+		{"ordersaga_reconcile_money_discrepancies", sqlstore.KindAppliedNotPaid, 1},
+		{"ordersaga_reconcile_money_discrepancies", sqlstore.KindPaidWithoutPayment, 0},
+		{"ordersaga_reconcile_money_anomalies_total", sqlstore.KindAppliedNotPaid, 1},
 		{"ordersaga_refunds_unsent", "", 1},
 	} {
 		if got := metricValue(t, reg, c.name, c.kind); got != c.want {
@@ -346,7 +348,7 @@ func TestRefundOutbox_ListsAndMarksSentOnce(t *testing.T) {
 		moneyRow{"r3", "o4", 100, "CNY", ordersaga.PaymentRefunded, moneyDay1, true, true},
 		moneyRow{"r4", "o5", 100, "EUR", ordersaga.PaymentRefunded, moneyDay2, true, false},
 	)
-	events := func(ps []activities.PaymentEntry) []string {
+	events := func(ps []sqlstore.PaymentEntry) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.EventID)
@@ -379,10 +381,10 @@ func TestRefundOutbox_ListsAndMarksSentOnce(t *testing.T) {
 	if again.RefundSentAt == nil || !again.RefundSentAt.Equal(*first.RefundSentAt) || again.RefundRef != "prov-77" {
 		t.Errorf("marked again: %+v; want the first mark unchanged (%v, prov-77)", again, first.RefundSentAt)
 	}
-	if _, err := store.MarkRefundSent(ctx, "a1", ""); !errors.Is(err, activities.ErrNotARefund) {
+	if _, err := store.MarkRefundSent(ctx, "a1", ""); !errors.Is(err, sqlstore.ErrNotARefund) {
 		t.Errorf("mark an applied payment: %v, want ErrNotARefund", err)
 	}
-	if _, err := store.MarkRefundSent(ctx, "nope", ""); !errors.Is(err, activities.ErrNotFound) {
+	if _, err := store.MarkRefundSent(ctx, "nope", ""); !errors.Is(err, ordersaga.ErrNotFound) {
 		t.Errorf("mark an unknown event: %v, want ErrNotFound", err)
 	}
 	left, err := store.PendingRefunds(ctx, 0, 10)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"go.temporal.io/sdk/activity"
 )
 
@@ -31,8 +32,8 @@ type reconcileProgress struct {
 	Summary ReconcileSummary
 }
 
-func (a *Activities) reconciler(ctx context.Context, in ReconcileBatchInput) *Reconciler {
-	return &Reconciler{Redis: a.Redis, Store: a.Store, Probe: a.Probe, Grace: in.Grace, RunID: in.RunID,
+func (a *Activities) reconciler(ctx context.Context, in ReconcileBatchInput) *reconcile.Reconciler {
+	return &reconcile.Reconciler{Redis: a.Redis, Store: a.Store, Probe: a.Probe, Grace: in.Grace, RunID: in.RunID,
 		Log: activity.GetLogger(ctx)}
 }
 
@@ -57,7 +58,7 @@ func (a *Activities) ReconcileSKUs(ctx context.Context, in ReconcileBatchInput) 
 	if err != nil {
 		return ReconcileBatchResult{}, err
 	}
-	resync, err := a.Store.resyncPending(ctx, page)
+	resync, err := a.Store.ResyncPending(ctx, page, reconcile.ResyncSettle)
 	if err != nil {
 		return ReconcileBatchResult{}, err
 	}
@@ -70,7 +71,7 @@ func (a *Activities) ReconcileSKUs(ctx context.Context, in ReconcileBatchInput) 
 		if err != nil {
 			return ReconcileBatchResult{}, fmt.Errorf("reconcile %s: %w", sku, err)
 		}
-		a.Metrics.batch(s, found)
+		a.Metrics.Batch(s, found)
 		p.Summary.Add(s)
 		p.After = sku
 		activity.RecordHeartbeat(ctx, p)
@@ -94,14 +95,14 @@ func (a *Activities) ReconcileLeaks(ctx context.Context, in ReconcileBatchInput)
 	if err != nil {
 		return ReconcileBatchResult{}, fmt.Errorf("reconcile leaked orders: %w", err)
 	}
-	a.Metrics.batch(s, found)
+	a.Metrics.Batch(s, found)
 	p.Summary.Add(s)
 	return ReconcileBatchResult{Summary: p.Summary, Next: next, Done: done}, nil
 }
 
 // ReconcileFinish publishes a finished run: the per-run gauges and one log line with the summary.
 func (a *Activities) ReconcileFinish(ctx context.Context, runID string, s ReconcileSummary) error {
-	a.Metrics.run(s, float64(time.Now().Unix()))
+	a.Metrics.Run(s, float64(time.Now().Unix()))
 	logger := activity.GetLogger(ctx)
 	args := []any{"run_id", runID, "skus", s.SKUs, "drifted", s.Drifted, "drift_units", s.DriftUnits,
 		"repairs", s.Repairs(), "raced", s.Raced, "leaked_orders", s.LeakedOrders, "anomalies", s.Anomalies}
@@ -112,3 +113,6 @@ func (a *Activities) ReconcileFinish(ctx context.Context, runID string, s Reconc
 	}
 	return nil
 }
+
+// ReconcileSummary is what one reconciliation run found and did (the workflow's result).
+type ReconcileSummary = reconcile.Summary

@@ -11,7 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 const hotSKU = "BENCH-HOT"
@@ -44,7 +44,7 @@ func benchDB(ctx context.Context, o opts) ([]pair, error) {
 }
 
 func benchStore(ctx context.Context, o opts, layer, dsn, path string) ([]pair, error) {
-	store, err := activities.OpenDB(ctx, dsn, path)
+	store, err := sqlstore.Open(ctx, dsn, path)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func benchStore(ctx context.Context, o opts, layer, dsn, path string) ([]pair, e
 	run := "d" + randomID()
 	payBy := time.Now().Add(time.Hour).UTC()
 	deduct := func(ctx context.Context, w int, seq int64) error {
-		_, err := store.Deduct(ctx, activities.DeductInput{
+		_, err := store.Deduct(ctx, ordersaga.DeductInput{
 			OrderID: run + "-" + strconv.FormatInt(seq, 10), UserID: "bench", Currency: "CNY", PayBy: payBy,
 			Lines: []ordersaga.Line{{SKU: hotSKU, Qty: 1}},
 		})
@@ -93,7 +93,7 @@ func deductUpdateFirst(ctx context.Context, db *sql.DB, dialect, orderID string,
 	defer tx.Rollback()
 	now := time.Now().UTC()
 	if _, err := tx.ExecContext(ctx, "INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES (?, ?, ?, ?, ?)",
-		orderID, hotSKU, activities.OpDeduct, 1, now); err != nil {
+		orderID, hotSKU, sqlstore.OpDeduct, 1, now); err != nil {
 		return err
 	}
 	lock := ""
@@ -102,7 +102,7 @@ func deductUpdateFirst(ctx context.Context, db *sql.DB, dialect, orderID string,
 	}
 	var restores int64
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND sku = ? AND op = ?"+lock,
-		orderID, hotSKU, activities.OpRestore).Scan(&restores); err != nil {
+		orderID, hotSKU, sqlstore.OpRestore).Scan(&restores); err != nil {
 		return err
 	}
 	res, err := tx.ExecContext(ctx, "UPDATE inventory SET stock = stock - 1, updated_at = ? WHERE sku = ? AND stock >= 1", now, hotSKU)

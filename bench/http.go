@@ -15,8 +15,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // benchHTTP is layer 1: sold-out rejections per second through the order API (POST /v1/orders on a SKU
@@ -101,7 +103,7 @@ const soldOutSKU = "BENCH-GONE"
 // soldOutServers starts the order API on the stores with soldOutSKU sold out, waits until its fast path is on
 // (the idempotency markers backfilled), and starts the handler of the statements it ran before. The servers
 // stop when ctx is done.
-func soldOutServers(ctx context.Context, rs *activities.RedisStock, store *activities.Store) (apiURL, beforeURL string, err error) {
+func soldOutServers(ctx context.Context, rs *redisstock.Store, store *sqlstore.Store) (apiURL, beforeURL string, err error) {
 	if err := store.SetInventory(ctx, soldOutSKU, 0, 999); err != nil {
 		return "", "", err
 	}
@@ -113,7 +115,8 @@ func soldOutServers(ctx context.Context, rs *activities.RedisStock, store *activ
 	if err != nil {
 		return "", "", err
 	}
-	apiSrv := httptest.NewServer(api.NewServer(api.Deps{Temporal: tc, Store: store, Redis: rs, Currency: "CNY",
+	gate := admission.New(rs)
+	apiSrv := httptest.NewServer(api.NewServer(api.Deps{Temporal: tc, Store: store, Redis: rs, Gate: gate, Currency: "CNY",
 		WebhookSecrets: []string{"bench"}, AdminToken: "bench"}))
 	beforeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -156,7 +159,7 @@ func soldOutServers(ctx context.Context, rs *activities.RedisStock, store *activ
 	}()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		ready, err := rs.ClaimsReady(ctx)
+		ready, err := gate.ClaimsReady(ctx)
 		if err != nil {
 			return "", "", err
 		}

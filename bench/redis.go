@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ordersaga/ordersaga/activities"
 )
 
 // benchRedis is layer 2: the Lua reserve against a trivial EVALSHA with the same keys and arguments, on
@@ -21,7 +21,7 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	}
 	prefix := "bench" + randomID() + ":"
 	defer deleteKeys(context.WithoutCancel(ctx), rdb, prefix)
-	rs := activities.NewRedisStock(rdb, prefix, time.Hour)
+	rs := redisstock.New(rdb, prefix, time.Hour)
 	trivial := redis.NewScript("return 1")
 	const soldOut, stocked = "BENCH-SOLDOUT", "BENCH-STOCKED"
 	if err := rs.SetAvailable(ctx, soldOut, 0); err != nil {
@@ -39,7 +39,7 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	reserveOp := func(sku string, wantSoldOut bool) op {
 		return func(ctx context.Context, w int, seq int64) error {
 			_, err := rs.Reserve(ctx, "o-"+strconv.FormatInt(seq, 10), sku, 1)
-			if _, ok := activities.IsSoldOut(err); ok && wantSoldOut {
+			if _, ok := ordersaga.IsSoldOut(err); ok && wantSoldOut {
 				return nil
 			}
 			return err

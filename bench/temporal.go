@@ -25,6 +25,8 @@ import (
 	"github.com/ordersaga/ordersaga/internal/devserver"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -255,21 +257,21 @@ func benchLocalStack(ctx context.Context, o opts, out io.Writer) ([]pair, error)
 
 // openStores opens the Redis and database layers: a key prefix of the benchmark's own on the real Redis and
 // a database of its own on MariaDB ("real"), or miniredis and a SQLite file ("embedded", as the local stack).
-func openStores(ctx context.Context, o opts, kind string) (*activities.RedisStock, *activities.Store, func(), error) {
+func openStores(ctx context.Context, o opts, kind string) (*redisstock.Store, *sqlstore.Store, func(), error) {
 	switch kind {
 	case "real":
 		dsn, drop, err := createMySQLDatabase(ctx, o.mysqlDSN)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		store, err := activities.OpenDB(ctx, dsn, "")
+		store, err := sqlstore.Open(ctx, dsn, "")
 		if err != nil {
 			drop()
 			return nil, nil, nil, err
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: 128, MinIdleConns: 8})
 		prefix := "bench" + randomID() + ":"
-		return activities.NewRedisStock(rdb, prefix, time.Hour), store, func() {
+		return redisstock.New(rdb, prefix, time.Hour), store, func() {
 			deleteKeys(context.Background(), rdb, prefix)
 			rdb.Close()
 			store.Close()
@@ -280,13 +282,13 @@ func openStores(ctx context.Context, o opts, kind string) (*activities.RedisStoc
 		if err := mr.Start(); err != nil {
 			return nil, nil, nil, err
 		}
-		store, err := activities.OpenDB(ctx, "", filepath.Join(o.tmp, "orders-"+randomID()+".db"))
+		store, err := sqlstore.Open(ctx, "", filepath.Join(o.tmp, "orders-"+randomID()+".db"))
 		if err != nil {
 			mr.Close()
 			return nil, nil, nil, err
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 128})
-		return activities.NewRedisStock(rdb, "", time.Hour), store, func() {
+		return redisstock.New(rdb, "", time.Hour), store, func() {
 			rdb.Close()
 			store.Close()
 			mr.Close()

@@ -22,7 +22,7 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 
 	"github.com/ordersaga/ordersaga/internal/config"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -155,7 +155,7 @@ func TestComposePublishedPortsDoNotClash(t *testing.T) {
 }
 
 // configVariables are the environment variables the worker and the starter read: what config.FromEnv and
-// reconcile.ConfigFromEnv ask for.
+// platform.ReconcileConfigFromEnv ask for.
 func configVariables(t *testing.T) map[string]bool {
 	t.Helper()
 	read := map[string]bool{}
@@ -163,8 +163,8 @@ func configVariables(t *testing.T) map[string]bool {
 	if _, err := config.FromEnv(record); err != nil {
 		t.Fatalf("config.FromEnv with an empty environment: %v", err)
 	}
-	if _, err := reconcile.ConfigFromEnv(record); err != nil {
-		t.Fatalf("reconcile.ConfigFromEnv with an empty environment: %v", err)
+	if _, err := platform.ReconcileConfigFromEnv(record); err != nil {
+		t.Fatalf("platform.ReconcileConfigFromEnv with an empty environment: %v", err)
 	}
 	return read
 }
@@ -241,8 +241,8 @@ func TestComposeAppEnvironmentMatchesConfig(t *testing.T) {
 			t.Errorf("%s: config.FromEnv: %v", name, err)
 			continue
 		}
-		if _, err := reconcile.ConfigFromEnv(func(k string) string { return env[k] }); err != nil {
-			t.Errorf("%s: reconcile.ConfigFromEnv: %v", name, err)
+		if _, err := platform.ReconcileConfigFromEnv(func(k string) string { return env[k] }); err != nil {
+			t.Errorf("%s: platform.ReconcileConfigFromEnv: %v", name, err)
 		}
 		if err := cfg.RequireStores(); err != nil {
 			t.Errorf("%s: %v", name, err)

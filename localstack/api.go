@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
 )
 
 // startAPI serves the order API on --http-addr: the same handler and graceful shutdown as the starter.
-func (s *stack) startAPI(ctx context.Context, rs *activities.RedisStock) error {
+func (s *stack) startAPI(ctx context.Context, rs *redisstock.Store) error {
 	cfg := s.opts.cfg
 	ln, err := listen(cfg.HTTPAddr, flagHTTPAddr)
 	if err != nil {
@@ -44,5 +44,5 @@ func (s *stack) startAPI(ctx context.Context, rs *activities.RedisStock) error {
 // ensureSchedule creates the reconciliation Schedule, or updates its interval (RECONCILE_INTERVAL) when a
 // previous run created it: the same call as the starter's at boot.
 func (s *stack) ensureSchedule(ctx context.Context) error {
-	return reconcile.EnsureScheduleWith(ctx, s.client, s.opts.rcfg.Interval, s.opts.rcfg.Input())
+	return platform.EnsureScheduleWith(ctx, s.client, s.opts.rcfg.Interval, s.opts.rcfg.Input())
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // demoSKU is one SKU the stack creates on an empty inventory.
@@ -27,7 +29,7 @@ type inventoryRow struct {
 	PriceCents int64
 }
 
-func listInventory(ctx context.Context, store *activities.Store) ([]inventoryRow, error) {
+func listInventory(ctx context.Context, store *sqlstore.Store) ([]inventoryRow, error) {
 	var rows []inventoryRow
 	if err := store.DB().WithContext(ctx).Raw("SELECT sku, stock, price_cents FROM inventory ORDER BY sku").Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list inventory: %w", err)
@@ -38,7 +40,7 @@ func listInventory(ctx context.Context, store *activities.Store) ([]inventoryRow
 // prepareInventory loads into Redis every SKU it does not know (a fresh embedded Redis knows none; a missing
 // counter fails closed, so nothing could be sold), then creates the demo SKUs if the inventory is empty. It
 // returns the SKUs it created.
-func prepareInventory(ctx context.Context, store *activities.Store, rs *activities.RedisStock, demo bool) ([]demoSKU, error) {
+func prepareInventory(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, demo bool) ([]demoSKU, error) {
 	rows, err := listInventory(ctx, store)
 	if err != nil {
 		return nil, err
@@ -60,7 +62,7 @@ func prepareInventory(ctx context.Context, store *activities.Store, rs *activiti
 		return nil, nil
 	}
 	for _, d := range demoSKUs {
-		if _, err := activities.SetStock(ctx, store, rs, d.SKU, d.Stock, d.PriceCents); err != nil {
+		if _, err := reconcile.SetStock(ctx, store, rs, d.SKU, d.Stock, d.PriceCents); err != nil {
 			return nil, fmt.Errorf("demo sku: %w", err)
 		}
 	}

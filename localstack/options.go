@@ -14,7 +14,7 @@ import (
 
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/platform"
 )
 
 // Development credentials of the local stack, printed at start. Outside it a missing secret or token is a
@@ -52,7 +52,7 @@ type options struct {
 	// cfg is what the worker and the API read, with the local stack's defaults filled in; rcfg is the
 	// reconciliation's settings.
 	cfg  config.Config
-	rcfg reconcile.Config
+	rcfg platform.ReconcileConfig
 }
 
 func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -127,7 +127,7 @@ Flags:
 		return defaults[name]
 	}
 	cfg, err := config.FromEnv(env)
-	rcfg, rerr := reconcile.ConfigFromEnv(env)
+	rcfg, rerr := platform.ReconcileConfigFromEnv(env)
 	if err := errors.Join(err, rerr); err != nil {
 		return o, err
 	}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga/internal/config"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/platform"
 )
 
 // mainEnv makes the test binary run the command's main instead of the tests: the README test starts the
@@ -288,7 +288,7 @@ func readVariables() map[string]bool {
 	read := map[string]bool{}
 	record := func(name string) string { read[name] = true; return "" }
 	_, _ = config.FromEnv(record)
-	_, _ = reconcile.ConfigFromEnv(record)
+	_, _ = platform.ReconcileConfigFromEnv(record)
 	return read
 }
 

@@ -22,7 +22,8 @@ import (
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/devserver"
 	"github.com/ordersaga/ordersaga/internal/platform"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -34,7 +35,7 @@ type stack struct {
 
 	ui       *devserver.UI // nil with TEMPORAL_ADDRESS
 	rdb      *redis.Client
-	store    *activities.Store
+	store    *sqlstore.Store
 	client   client.Client
 	registry *prometheus.Registry
 	apiURL   string
@@ -96,7 +97,7 @@ func start(ctx context.Context, opts options, logOut io.Writer) (_ *stack, err e
 	if err := s.startWorker(ctx); err != nil {
 		return nil, err
 	}
-	rs := activities.NewRedisStock(s.rdb, cfg.RedisKeyPrefix, 0)
+	rs := redisstock.New(s.rdb, cfg.RedisKeyPrefix, 0)
 	if s.demo, err = prepareInventory(ctx, s.store, rs, opts.demo); err != nil {
 		return nil, err
 	}
@@ -211,7 +212,7 @@ func (s *stack) openStore(ctx context.Context) error {
 		s.onStop("ephemeral database directory", func() error { return os.RemoveAll(dir) })
 		sqlitePath = filepath.Join(dir, "ordersaga.db")
 	}
-	store, err := activities.OpenDB(ctx, cfg.MySQLDSN, sqlitePath)
+	store, err := sqlstore.Open(ctx, cfg.MySQLDSN, sqlitePath)
 	if err != nil {
 		return err
 	}
@@ -280,8 +281,8 @@ func (s *stack) startWorker(ctx context.Context) error {
 	if err := platform.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	acts := &activities.Activities{Redis: activities.NewRedisStock(s.rdb, cfg.RedisKeyPrefix, 0), Store: s.store}
-	if err := reconcile.Configure(acts, c, s.registry, s.opts.rcfg); err != nil {
+	acts := &activities.Activities{Redis: redisstock.New(s.rdb, cfg.RedisKeyPrefix, 0), Store: s.store}
+	if err := platform.ConfigureReconcile(acts, c, s.registry, s.opts.rcfg); err != nil {
 		return err
 	}
 	w := worker.New(c, workflows.TaskQueue, platform.WorkerOptions(cfg))

@@ -26,7 +26,7 @@ import (
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -40,7 +40,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	rcfg, err := reconcile.ConfigFromEnv(getenv)
+	rcfg, err := platform.ReconcileConfigFromEnv(getenv)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	in := rcfg.Input()
 	in.BatchSize, in.Grace, in.MoneyDays = *batch, *grace, *moneyDays
-	id, sum, err := reconcile.RunOnce(ctx, c, in)
+	id, sum, err := platform.RunOnce(ctx, c, in)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cfg.MySQLDSN == "" && cfg.SQLitePath == "" {
 		return nil
 	}
-	store, err := activities.OpenDB(ctx, cfg.MySQLDSN, cfg.SQLitePath)
+	store, err := sqlstore.Open(ctx, cfg.MySQLDSN, cfg.SQLitePath)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func writeMoney(w io.Writer, m activities.MoneySummary) {
 
 // writeMoneyAnomalies lists the money_anomalies rows of the days the run checked (each recorded once, by the
 // first run that saw it).
-func writeMoneyAnomalies(ctx context.Context, w io.Writer, store *activities.Store, m activities.MoneySummary) error {
+func writeMoneyAnomalies(ctx context.Context, w io.Writer, store *sqlstore.Store, m activities.MoneySummary) error {
 	if m.Findings == 0 {
 		return nil
 	}
@@ -137,7 +137,7 @@ func writeMoneyAnomalies(ctx context.Context, w io.Writer, store *activities.Sto
 	for _, d := range m.Days {
 		days[d.Day] = true
 	}
-	var rows []activities.MoneyAnomalyRow
+	var rows []sqlstore.MoneyAnomalyRow
 	for _, d := range slices.Sorted(maps.Keys(days)) {
 		r, err := store.MoneyAnomalies(ctx, d)
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -24,14 +26,14 @@ func TestRun_PrintsTheSummaryAndTheAnomalies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dbPath := filepath.Join(t.TempDir(), "ordersaga.db")
-	store, err := activities.OpenDB(ctx, "", dbPath)
+	store, err := sqlstore.Open(ctx, "", dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
 	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	rs := activities.NewRedisStock(rdb, "", 0)
+	rs := redisstock.New(rdb, "", 0)
 	if err := store.SetInventory(ctx, "CMD", 10, 100); err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +63,9 @@ func TestRun_PrintsTheSummaryAndTheAnomalies(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"drifted=1", "drift_units=3 (over 3, under 0)", "avail_set=1",
-		"CMD", activities.KindAvailOver, activities.ActionSetAvail,
+		"CMD", sqlstore.KindAvailOver, sqlstore.ActionSetAvail,
 		"money: payments captured=1 applied=1 refunded=0 unsettled=0 in 1 currencies; findings=1 (new 1)",
-		now.Format(activities.DayLayout), activities.KindAppliedNotPaid, "cmd-e1", "applied payment of an order that is EXPIRED, not PAID"} {
+		now.Format(sqlstore.DayLayout), sqlstore.KindAppliedNotPaid, "cmd-e1", "applied payment of an order that is EXPIRED, not PAID"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -15,7 +15,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	_ "modernc.org/sqlite"
 
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/schema"
 )
@@ -449,7 +449,7 @@ func TestCheckConstraints_RejectBadRows(t *testing.T) {
 					t.Errorf("%s: accepted, want a CHECK violation", c.name)
 					continue
 				}
-				if !activities.IsCheckViolation(err) {
+				if !sqlstore.IsCheckViolation(err) {
 					t.Errorf("%s: IsCheckViolation(%v) = false", c.name, err)
 				}
 			}

@@ -23,7 +23,6 @@ import (
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
 )
 
 // drainTimeout bounds the graceful shutdown: requests in flight get this long to finish. It covers the
@@ -50,7 +49,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err := cfg.RequireAPISecrets(); err != nil {
 		return err
 	}
-	rcfg, err := reconcile.ConfigFromEnv(getenv)
+	rcfg, err := platform.ReconcileConfigFromEnv(getenv)
 	if err != nil {
 		return err
 	}
@@ -119,8 +118,8 @@ func dialTemporal(ctx context.Context, cfg config.Config, logger *slog.Logger, m
 // ensureReconcileSchedule makes sure the reconciliation Schedule exists at boot, with the interval and input of
 // RECONCILE_INTERVAL, RECONCILE_BATCH and RECONCILE_GRACE; it is idempotent, so every starter runs it
 // (internal/reconcile owns the Schedule).
-func ensureReconcileSchedule(ctx context.Context, c client.Client, rcfg reconcile.Config, logger *slog.Logger) error {
-	if err := reconcile.EnsureScheduleWith(ctx, c, rcfg.Interval, rcfg.Input()); err != nil {
+func ensureReconcileSchedule(ctx context.Context, c client.Client, rcfg platform.ReconcileConfig, logger *slog.Logger) error {
+	if err := platform.EnsureScheduleWith(ctx, c, rcfg.Interval, rcfg.Input()); err != nil {
 		return fmt.Errorf("ensure reconciliation schedule: %w", err)
 	}
 	logger.Info("reconciliation schedule ensured", "interval", rcfg.Interval.String())

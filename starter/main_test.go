@@ -18,6 +18,8 @@ import (
 
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -65,12 +67,12 @@ func (s *stack) url(path string) string { return "http://" + s.env["HTTP_ADDR"] 
 // startWorker starts the order worker on the stack's stores.
 func (s *stack) startWorker(t *testing.T) {
 	t.Helper()
-	store, err := activities.OpenDB(context.Background(), s.dsn, s.sqlite)
+	store, err := sqlstore.Open(context.Background(), s.dsn, s.sqlite)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	acts := &activities.Activities{Store: store, Redis: activities.NewRedisStock(s.rdb, s.prefix, 0)}
+	acts := &activities.Activities{Store: store, Redis: redisstock.New(s.rdb, s.prefix, 0)}
 	s.srv.NewWorker(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, acts) })
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -55,17 +54,17 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	// Reconciliation (ReconcileWorkflow, started by the starter's Schedule) and the reserve's cold-start and
 	// Redis-down paths run in this worker: they need the Temporal client (is an order's workflow gone?), their
 	// metrics (served on METRICS_ADDR when set) and the fallback switch (RESERVE_DB_FALLBACK).
-	rcfg, err := reconcile.ConfigFromEnv(getenv)
+	rcfg, err := platform.ReconcileConfigFromEnv(getenv)
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	acts := &activities.Activities{Redis: redisStock, Store: store}
-	if err := reconcile.Configure(acts, c, reg, rcfg); err != nil {
+	if err := platform.ConfigureReconcile(acts, c, reg, rcfg); err != nil {
 		return err
 	}
 	if addr := getenv("METRICS_ADDR"); addr != "" {
-		stopMetrics, err := reconcile.ServeMetrics(addr, reg, logger)
+		stopMetrics, err := platform.ServeMetrics(addr, reg, logger)
 		if err != nil {
 			return err
 		}

@@ -173,7 +173,7 @@ func (w *orderWorkflow) reserve(ctx workflow.Context) error {
 	w.reserveStarted = true
 	var first error
 	for i, f := range futures {
-		var out activities.ReserveOutcome
+		var out ordersaga.ReserveOutcome
 		if err := f.Get(ctx, &out); err != nil {
 			w.noteBusinessFailure(err, w.order.Lines[i].SKU)
 			if first == nil {
@@ -188,8 +188,8 @@ func (w *orderWorkflow) reserve(ctx workflow.Context) error {
 func (w *orderWorkflow) deduct(ctx workflow.Context) error {
 	payBy := workflow.Now(ctx).Add(w.in.PaymentTimeout).UTC()
 	w.deductStarted = true
-	var res activities.DeductResult
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deductOptions), acts.DeductOrder, activities.DeductInput{
+	var res ordersaga.DeductResult
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deductOptions), acts.DeductOrder, ordersaga.DeductInput{
 		OrderID: w.in.OrderID, UserID: w.in.UserID, Currency: w.in.Currency, PayBy: payBy, Lines: w.order.Lines,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -278,7 +278,7 @@ func (w *orderWorkflow) compensate(ctx workflow.Context) {
 	// payment that won the order's lock): their confirmed Redis holds stay confirmed.
 	sold := map[string]bool{}
 	if w.deductStarted {
-		var restored []activities.RestoreLine
+		var restored []ordersaga.RestoreLine
 		if err := workflow.ExecuteActivity(cctx, acts.RestoreOrder,
 			activities.RestoreInput{OrderID: w.in.OrderID, Lines: w.order.Lines}).Get(cctx, &restored); err != nil {
 			w.logger.Error("restore failed", "error", err)
@@ -306,11 +306,11 @@ func (w *orderWorkflow) compensate(ctx workflow.Context) {
 func (w *orderWorkflow) record(ctx workflow.Context) {
 	cctx, _ := workflow.NewDisconnectedContext(ctx)
 	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
-	rec := activities.OrderRecord{
+	rec := ordersaga.OrderRecord{
 		OrderID: w.in.OrderID, UserID: w.in.UserID, Status: w.order.Status, Currency: w.in.Currency,
 		PayBy: w.order.PayBy, ClosedReason: w.order.ClosedReason, Lines: w.order.Lines,
 	}
-	var stored activities.OrderRecord
+	var stored ordersaga.OrderRecord
 	if err := workflow.ExecuteActivity(cctx, acts.CloseOrder, rec).Get(cctx, &stored); err != nil {
 		w.logger.Error("record closed order failed", "error", err)
 		return
@@ -406,7 +406,7 @@ func (w *orderWorkflow) onPayment(ctx workflow.Context, p PaymentSignal) error {
 	}
 	cctx, _ := workflow.NewDisconnectedContext(ctx)
 	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
-	rec := activities.PaymentRecord{EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency}
+	rec := ordersaga.PaymentRecord{EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency}
 	if p.AmountCents != w.order.AmountCents || p.Currency != w.in.Currency {
 		rec.Result = ordersaga.PaymentRejectedAmount
 		rec.Detail = fmt.Sprintf("expected %d %s", w.order.AmountCents, w.in.Currency)
@@ -435,7 +435,7 @@ func (w *orderWorkflow) refund(ctx workflow.Context, p PaymentSignal, why string
 	cctx, _ := workflow.NewDisconnectedContext(ctx)
 	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
 	w.payResults[p.EventID] = ordersaga.PaymentRefunded
-	return workflow.ExecuteActivity(cctx, acts.RecordPayment, activities.PaymentRecord{
+	return workflow.ExecuteActivity(cctx, acts.RecordPayment, ordersaga.PaymentRecord{
 		EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency,
 		Result: ordersaga.PaymentRefunded, Detail: why,
 	}).Get(cctx, nil)

@@ -62,13 +62,13 @@ type harness struct {
 	env *testsuite.TestWorkflowEnvironment
 	in  OrderInput
 
-	reserve  func(ctx context.Context, in activities.LineInput) (activities.ReserveOutcome, error)
-	deduct   func(ctx context.Context, in activities.DeductInput) (activities.DeductResult, error)
-	restore  func(ctx context.Context, in activities.RestoreInput) ([]activities.RestoreLine, error)
+	reserve  func(ctx context.Context, in activities.LineInput) (ordersaga.ReserveOutcome, error)
+	deduct   func(ctx context.Context, in ordersaga.DeductInput) (ordersaga.DeductResult, error)
+	restore  func(ctx context.Context, in activities.RestoreInput) ([]ordersaga.RestoreLine, error)
 	markPaid func(ctx context.Context, in activities.MarkPaidInput) error
-	recordP  func(ctx context.Context, p activities.PaymentRecord) (activities.PaymentRecord, error)
+	recordP  func(ctx context.Context, p ordersaga.PaymentRecord) (ordersaga.PaymentRecord, error)
 	// closeOrder answers CloseOrder (nil: the record as asked)
-	closeOrder func(ctx context.Context, rec activities.OrderRecord) (activities.OrderRecord, error)
+	closeOrder func(ctx context.Context, rec ordersaga.OrderRecord) (ordersaga.OrderRecord, error)
 
 	mu    sync.Mutex // activity mocks run on their own goroutines
 	calls []call
@@ -125,21 +125,21 @@ func (h *harness) names() []string {
 func (h *harness) mockActivities() {
 	var a *activities.Activities
 	h.env.OnActivity(a.ReserveLine, mock.Anything, mock.Anything).Maybe().Return(
-		func(ctx context.Context, in activities.LineInput) (activities.ReserveOutcome, error) {
+		func(ctx context.Context, in activities.LineInput) (ordersaga.ReserveOutcome, error) {
 			h.record(actReserve, in)
 			if h.reserve != nil {
 				return h.reserve(ctx, in)
 			}
-			return activities.Reserved, nil
+			return ordersaga.Reserved, nil
 		})
 	h.env.OnActivity(a.DeductOrder, mock.Anything, mock.Anything).Maybe().Return(
-		func(ctx context.Context, in activities.DeductInput) (activities.DeductResult, error) {
+		func(ctx context.Context, in ordersaga.DeductInput) (ordersaga.DeductResult, error) {
 			h.record(actDeduct, in)
 			if h.deduct != nil {
 				return h.deduct(ctx, in)
 			}
 			lines := priced(in.Lines)
-			return activities.DeductResult{Lines: lines, AmountCents: ordersaga.Amount(lines)}, nil
+			return ordersaga.DeductResult{Lines: lines, AmountCents: ordersaga.Amount(lines)}, nil
 		})
 	h.env.OnActivity(a.ConfirmLines, mock.Anything, mock.Anything).Maybe().Return(
 		func(_ context.Context, in activities.ConfirmInput) error {
@@ -147,24 +147,24 @@ func (h *harness) mockActivities() {
 			return nil
 		})
 	h.env.OnActivity(a.RestoreOrder, mock.Anything, mock.Anything).Maybe().Return(
-		func(ctx context.Context, in activities.RestoreInput) ([]activities.RestoreLine, error) {
+		func(ctx context.Context, in activities.RestoreInput) ([]ordersaga.RestoreLine, error) {
 			h.record(actRestore, in)
 			if h.restore != nil {
 				return h.restore(ctx, in)
 			}
-			out := make([]activities.RestoreLine, len(in.Lines))
+			out := make([]ordersaga.RestoreLine, len(in.Lines))
 			for i, l := range in.Lines {
-				out[i] = activities.RestoreLine{SKU: l.SKU, Qty: l.Qty}
+				out[i] = ordersaga.RestoreLine{SKU: l.SKU, Qty: l.Qty}
 			}
 			return out, nil
 		})
 	h.env.OnActivity(a.ReleaseLine, mock.Anything, mock.Anything).Maybe().Return(
-		func(_ context.Context, in activities.LineInput) (activities.ReleaseOutcome, error) {
+		func(_ context.Context, in activities.LineInput) (ordersaga.ReleaseOutcome, error) {
 			h.record(actRelease, in)
-			return activities.Released, nil
+			return ordersaga.Released, nil
 		})
 	h.env.OnActivity(a.CloseOrder, mock.Anything, mock.Anything).Maybe().Return(
-		func(ctx context.Context, rec activities.OrderRecord) (activities.OrderRecord, error) {
+		func(ctx context.Context, rec ordersaga.OrderRecord) (ordersaga.OrderRecord, error) {
 			h.record(actClose, rec)
 			if h.closeOrder != nil {
 				return h.closeOrder(ctx, rec)
@@ -180,7 +180,7 @@ func (h *harness) mockActivities() {
 			return nil
 		})
 	h.env.OnActivity(a.RecordPayment, mock.Anything, mock.Anything).Maybe().Return(
-		func(ctx context.Context, p activities.PaymentRecord) (activities.PaymentRecord, error) {
+		func(ctx context.Context, p ordersaga.PaymentRecord) (ordersaga.PaymentRecord, error) {
 			h.record(actRecord, p)
 			if h.recordP != nil {
 				return h.recordP(ctx, p)
@@ -311,7 +311,7 @@ func (h *harness) releaseAll() []call {
 }
 
 func (h *harness) deductCall(payBy time.Time) []call {
-	return []call{{actDeduct, activities.DeductInput{
+	return []call{{actDeduct, ordersaga.DeductInput{
 		OrderID: h.in.OrderID, UserID: h.in.UserID, Currency: h.in.Currency, PayBy: payBy, Lines: h.in.Lines,
 	}}}
 }
@@ -329,14 +329,14 @@ func (h *harness) restoreCall(lines []ordersaga.Line) []call {
 }
 
 func (h *harness) closeCall(s ordersaga.Status, reason string, payBy *time.Time, lines []ordersaga.Line) []call {
-	return []call{{actClose, activities.OrderRecord{
+	return []call{{actClose, ordersaga.OrderRecord{
 		OrderID: h.in.OrderID, UserID: h.in.UserID, Status: s, Currency: h.in.Currency,
 		PayBy: payBy, ClosedReason: reason, Lines: lines,
 	}}}
 }
 
-func (h *harness) paymentRecord(p PaymentSignal) activities.PaymentRecord {
-	return activities.PaymentRecord{EventID: p.EventID, OrderID: h.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency}
+func (h *harness) paymentRecord(p PaymentSignal) ordersaga.PaymentRecord {
+	return ordersaga.PaymentRecord{EventID: p.EventID, OrderID: h.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency}
 }
 
 func (h *harness) markPaidCall(p PaymentSignal, paidAt time.Time) []call {
@@ -361,7 +361,7 @@ func ptr[T any](v T) *T { return &v }
 
 // soldOut is the error ReserveLine and DeductOrder return for a SKU without enough units.
 func soldOut(sku string) error {
-	err := &activities.SoldOutError{SKU: sku}
+	err := &ordersaga.SoldOutError{SKU: sku}
 	return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeSoldOut, err, sku)
 }
 
@@ -404,11 +404,11 @@ func TestOrderWorkflowRejected(t *testing.T) {
 			name:  "rejected_when_one_line_of_three_is_sold_out_in_redis",
 			lines: threeLines,
 			fail: func(h *harness) {
-				h.reserve = func(_ context.Context, in activities.LineInput) (activities.ReserveOutcome, error) {
+				h.reserve = func(_ context.Context, in activities.LineInput) (ordersaga.ReserveOutcome, error) {
 					if in.SKU == "SKU-B" {
 						return "", soldOut(in.SKU)
 					}
-					return activities.Reserved, nil
+					return ordersaga.Reserved, nil
 				}
 			},
 			wantReason:  "sold out: SKU-B",
@@ -425,8 +425,8 @@ func TestOrderWorkflowRejected(t *testing.T) {
 		{
 			name: "rejected_and_restored_when_the_database_deduct_is_sold_out",
 			fail: func(h *harness) {
-				h.deduct = func(context.Context, activities.DeductInput) (activities.DeductResult, error) {
-					return activities.DeductResult{}, soldOut("SKU-B")
+				h.deduct = func(context.Context, ordersaga.DeductInput) (ordersaga.DeductResult, error) {
+					return ordersaga.DeductResult{}, soldOut("SKU-B")
 				}
 			},
 			wantReason:  "sold out: SKU-B",
@@ -448,9 +448,9 @@ func TestOrderWorkflowRejected(t *testing.T) {
 			// "unknown sku: (see closed_reason)": it points at itself and never names the SKU.
 			name: "rejected_with_the_unknown_sku_named_when_the_database_does_not_know_it",
 			fail: func(h *harness) {
-				h.deduct = func(_ context.Context, in activities.DeductInput) (activities.DeductResult, error) {
-					err := fmt.Errorf("deduct %s: %w", in.OrderID, &activities.UnknownSKUError{SKU: "SKU-B"})
-					return activities.DeductResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeUnknownSKU, err, "SKU-B")
+				h.deduct = func(_ context.Context, in ordersaga.DeductInput) (ordersaga.DeductResult, error) {
+					err := fmt.Errorf("deduct %s: %w", in.OrderID, &ordersaga.UnknownSKUError{SKU: "SKU-B"})
+					return ordersaga.DeductResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeUnknownSKU, err, "SKU-B")
 				}
 			},
 			wantUnknown: "SKU-B",
@@ -744,7 +744,7 @@ func TestOrderWorkflowLatePaymentRefunded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t)
-			h.restore = func(ctx context.Context, in activities.RestoreInput) ([]activities.RestoreLine, error) {
+			h.restore = func(ctx context.Context, in activities.RestoreInput) ([]ordersaga.RestoreLine, error) {
 				if activity.GetInfo(ctx).Attempt == 1 {
 					return nil, errors.New("mysql: connection reset by peer")
 				}
@@ -794,16 +794,16 @@ func TestOrderWorkflowLatePaymentsAllRefunded(t *testing.T) {
 	t.Parallel()
 	const backoff = 200 * time.Millisecond // mustSucceedOptions.RetryPolicy.InitialInterval
 	h := newHarness(t)
-	h.restore = func(ctx context.Context, in activities.RestoreInput) ([]activities.RestoreLine, error) {
+	h.restore = func(ctx context.Context, in activities.RestoreInput) ([]ordersaga.RestoreLine, error) {
 		if activity.GetInfo(ctx).Attempt == 1 {
 			return nil, errors.New("mysql: connection reset by peer")
 		}
 		return nil, nil
 	}
 	byUpdate, bySignal := h.payment("evt-late-update"), h.payment("evt-late-signal")
-	h.recordP = func(ctx context.Context, p activities.PaymentRecord) (activities.PaymentRecord, error) {
+	h.recordP = func(ctx context.Context, p ordersaga.PaymentRecord) (ordersaga.PaymentRecord, error) {
 		if p.EventID == byUpdate.EventID && activity.GetInfo(ctx).Attempt == 1 {
-			return activities.PaymentRecord{}, errors.New("mysql: connection reset by peer")
+			return ordersaga.PaymentRecord{}, errors.New("mysql: connection reset by peer")
 		}
 		return p, nil
 	}
@@ -839,11 +839,11 @@ func TestOrderWorkflowReserveRetriesTransientError(t *testing.T) {
 	t.Parallel()
 	const backoff = 100 * time.Millisecond // reserveOptions.RetryPolicy.InitialInterval
 	h := newHarness(t)
-	h.reserve = func(ctx context.Context, in activities.LineInput) (activities.ReserveOutcome, error) {
+	h.reserve = func(ctx context.Context, in activities.LineInput) (ordersaga.ReserveOutcome, error) {
 		if in.SKU == "SKU-B" && activity.GetInfo(ctx).Attempt == 1 {
 			return "", errors.New("redis: connection refused")
 		}
-		return activities.Reserved, nil
+		return ordersaga.Reserved, nil
 	}
 	pay := h.payment("evt-after-retry")
 	h.signalPayment(time.Minute, pay)
@@ -1086,18 +1086,18 @@ func TestOrderWorkflowSecondLifeOfAPaidOrder(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	paidAt := testStart.Add(-48 * time.Hour)
-	h.deduct = func(context.Context, activities.DeductInput) (activities.DeductResult, error) {
-		return activities.DeductResult{}, temporal.NewNonRetryableApplicationError("deduct: the order is PAID",
-			activities.ErrTypeCompensated, activities.ErrCompensated)
+	h.deduct = func(context.Context, ordersaga.DeductInput) (ordersaga.DeductResult, error) {
+		return ordersaga.DeductResult{}, temporal.NewNonRetryableApplicationError("deduct: the order is PAID",
+			activities.ErrTypeCompensated, ordersaga.ErrCompensated)
 	}
-	h.restore = func(_ context.Context, in activities.RestoreInput) ([]activities.RestoreLine, error) {
-		out := make([]activities.RestoreLine, len(in.Lines))
+	h.restore = func(_ context.Context, in activities.RestoreInput) ([]ordersaga.RestoreLine, error) {
+		out := make([]ordersaga.RestoreLine, len(in.Lines))
 		for i, l := range in.Lines {
-			out[i] = activities.RestoreLine{SKU: l.SKU, Sold: true}
+			out[i] = ordersaga.RestoreLine{SKU: l.SKU, Sold: true}
 		}
 		return out, nil
 	}
-	h.closeOrder = func(_ context.Context, rec activities.OrderRecord) (activities.OrderRecord, error) {
+	h.closeOrder = func(_ context.Context, rec ordersaga.OrderRecord) (ordersaga.OrderRecord, error) {
 		rec.Status, rec.ClosedReason, rec.PaidAt = ordersaga.StatusPaid, "", &paidAt
 		return rec, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // A run ends with the money step: once, with the run's ID and the default days, its summary in the result.
@@ -26,7 +27,7 @@ func TestReconcileWorkflow_EndsWithTheMoneyStep(t *testing.T) {
 	env.OnActivity(a.ReconcileMoney, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ReconcileMoneyInput) (activities.MoneySummary, error) {
 			got = append(got, in)
-			return activities.MoneySummary{Findings: 1, Recorded: 1, ByKind: map[string]int{activities.KindAppliedNotPaid: 1}}, nil
+			return activities.MoneySummary{Findings: 1, Recorded: 1, ByKind: map[string]int{sqlstore.KindAppliedNotPaid: 1}}, nil
 		}).Once()
 
 	env.ExecuteWorkflow(ReconcileWorkflow, ReconcileInput{})
@@ -40,7 +41,7 @@ func TestReconcileWorkflow_EndsWithTheMoneyStep(t *testing.T) {
 	if len(got) != 1 || got[0].Days != DefaultReconcileMoneyDays || got[0].RunID == "" {
 		t.Errorf("ReconcileMoney got %+v, want one call with the run ID and %d days", got, DefaultReconcileMoneyDays)
 	}
-	if res.SKUs != 2 || res.Money.Findings != 1 || res.Money.ByKind[activities.KindAppliedNotPaid] != 1 {
+	if res.SKUs != 2 || res.Money.Findings != 1 || res.Money.ByKind[sqlstore.KindAppliedNotPaid] != 1 {
 		t.Errorf("result = %+v", res)
 	}
 	env.AssertExpectations(t)

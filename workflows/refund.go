@@ -4,7 +4,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
 )
 
 // RefundWorkflowID is the workflow ID of the refund of one payment event: one event, one refund, however
@@ -14,15 +13,15 @@ func RefundWorkflowID(eventID string) string { return "refund-" + eventID }
 // RefundWorkflow records a payment whose order cannot take it — the order's workflow is closed or unknown to
 // Temporal — as refunded, once per event (the payments table's UNIQUE event_id keeps the first record). The
 // provider call itself is out of scope: RecordPayment records and logs it. It returns the payment as stored.
-func RefundWorkflow(ctx workflow.Context, p activities.PaymentRecord) (activities.PaymentRecord, error) {
+func RefundWorkflow(ctx workflow.Context, p ordersaga.PaymentRecord) (ordersaga.PaymentRecord, error) {
 	p.Result = ordersaga.PaymentRefunded
 	if p.Detail == "" {
 		p.Detail = "payment for an order that is closed or unknown"
 	}
 	ctx = workflow.WithActivityOptions(ctx, mustSucceedOptions)
-	var rec activities.PaymentRecord
+	var rec ordersaga.PaymentRecord
 	if err := workflow.ExecuteActivity(ctx, acts.RecordPayment, p).Get(ctx, &rec); err != nil {
-		return activities.PaymentRecord{}, err
+		return ordersaga.PaymentRecord{}, err
 	}
 	return rec, nil
 }

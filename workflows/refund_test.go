@@ -17,21 +17,21 @@ func TestRefundWorkflow_RecordsTheEventAsRefunded(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(RefundWorkflow)
 	env.RegisterActivity(&activities.Activities{})
-	var got []activities.PaymentRecord
+	var got []ordersaga.PaymentRecord
 	var a *activities.Activities
 	env.OnActivity(a.RecordPayment, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, p activities.PaymentRecord) (activities.PaymentRecord, error) {
+		func(_ context.Context, p ordersaga.PaymentRecord) (ordersaga.PaymentRecord, error) {
 			got = append(got, p)
 			return p, nil
 		}).Once()
 
-	in := activities.PaymentRecord{EventID: "evt-late", OrderID: "o-1", AmountCents: 1998, Currency: "CNY",
+	in := ordersaga.PaymentRecord{EventID: "evt-late", OrderID: "o-1", AmountCents: 1998, Currency: "CNY",
 		Result: ordersaga.PaymentApplied} // whatever the caller says, a refund is a refund
 	env.ExecuteWorkflow(RefundWorkflow, in)
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("workflow: completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
-	var rec activities.PaymentRecord
+	var rec ordersaga.PaymentRecord
 	if err := env.GetWorkflowResult(&rec); err != nil {
 		t.Fatal(err)
 	}

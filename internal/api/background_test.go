@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -62,7 +62,7 @@ func TestServerRun_StopsTheBackfill(t *testing.T) {
 	hook.armed.Store(true)
 	rdb.AddHook(hook)
 	t.Cleanup(func() { hook.armed.Store(false) }) // before the key prefix's cleanup, which uses the client
-	h := api.NewServer(api.Deps{Store: testenv.MustOpenStore(t), Redis: activities.NewRedisStock(rdb, prefix, 0)})
+	h := api.NewServer(api.Deps{Store: testenv.MustOpenStore(t), Redis: redisstock.New(rdb, prefix, 0)})
 	select {
 	case <-hook.entered:
 	case <-time.After(10 * time.Second):

@@ -6,17 +6,17 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/admission"
 )
 
 // claimsPage is how many idempotency keys one backfill step reads and marks.
 const claimsPage = 1000
 
-// checkOrder is the sold-out fast path's one Redis round trip (activities.RedisStock.CheckOrder). While the
+// checkOrder is the sold-out fast path's one Redis round trip (admission.Gate.CheckOrder). While the
 // idempotency markers are not ready (a fresh or wiped Redis) it starts their backfill, and the request takes
 // the slow path meanwhile.
-func (s *server) checkOrder(ctx context.Context, marker string, lines []ordersaga.Line) (activities.FastCheck, error) {
-	c, err := s.Redis.CheckOrder(ctx, marker, lines)
+func (s *server) checkOrder(ctx context.Context, marker string, lines []ordersaga.Line) (admission.FastCheck, error) {
+	c, err := s.Gate.CheckOrder(ctx, marker, lines)
 	if err == nil && !c.Ready {
 		s.fillClaimsInBackground()
 	}
@@ -53,13 +53,13 @@ func (s *server) fillClaimsInBackground() {
 }
 
 // fillClaims marks every key of idempotency_keys in Redis, then declares the markers ready if Redis kept its
-// data meanwhile (activities.RedisStock.FinishClaimsBackfill).
+// data meanwhile (admission.Gate.FinishClaimsBackfill).
 func (s *server) fillClaims(ctx context.Context) error {
-	if ready, err := s.Redis.ClaimsReady(ctx); err != nil || ready {
+	if ready, err := s.Gate.ClaimsReady(ctx); err != nil || ready {
 		return err
 	}
 	start := time.Now()
-	token, err := s.Redis.BeginClaimsBackfill(ctx)
+	token, err := s.Gate.BeginClaimsBackfill(ctx)
 	if err != nil {
 		return err
 	}
@@ -77,13 +77,13 @@ func (s *server) fillClaims(ctx context.Context) error {
 		for i, r := range refs {
 			markers[i] = OrderID(r.UserID, r.Key, 0)
 		}
-		if err := s.Redis.MarkClaimed(ctx, markers...); err != nil {
+		if err := s.Gate.MarkClaimed(ctx, markers...); err != nil {
 			return err
 		}
 		after = refs[len(refs)-1].ID
 		marked += len(refs)
 	}
-	ok, err := s.Redis.FinishClaimsBackfill(ctx, token)
+	ok, err := s.Gate.FinishClaimsBackfill(ctx, token)
 	if err != nil {
 		return err
 	}

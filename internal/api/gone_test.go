@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -68,7 +68,7 @@ func (e *apiEnv) checkStillSold(sku, orderID string) {
 	if got := e.available(sku); got != 2 {
 		e.t.Errorf("redis avail %d, want 2 (3 paid)", got)
 	}
-	if n := e.countRows("stock_ledger", "order_id = ? AND op = ?", orderID, activities.OpRestore); n != 0 {
+	if n := e.countRows("stock_ledger", "order_id = ? AND op = ?", orderID, sqlstore.OpRestore); n != 0 {
 		e.t.Errorf("%d RESTORE rows for a PAID order", n)
 	}
 }
@@ -164,7 +164,7 @@ func TestCancelOrder_WorkflowGoneClosesTheOrder(t *testing.T) {
 			t.Errorf("redis avail %d, want 5 (released)", got)
 		}
 	}
-	if n := e.countRows("stock_ledger", "order_id = ? AND op = ?", o.OrderID, activities.OpRestore); n != 1 {
+	if n := e.countRows("stock_ledger", "order_id = ? AND op = ?", o.OrderID, sqlstore.OpRestore); n != 1 {
 		t.Errorf("%d RESTORE rows, want 1", n)
 	}
 	// A payment arriving now is refunded, never applied.

@@ -22,9 +22,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/internal/webhook"
 )
@@ -42,6 +44,8 @@ type apiEnv struct {
 	t   *testing.T
 	url string
 	reg *prometheus.Registry
+	// Gate is the server's admission gate (one per process, as in production).
+	Gate *admission.Gate
 }
 
 // newAPI starts the saga and an API server on it; change lets a test adjust the dependencies.
@@ -66,9 +70,12 @@ func serveAPI(t *testing.T, env *sagatest.Env, change ...func(*api.Deps)) *apiEn
 	for _, c := range change {
 		c(&d)
 	}
+	if d.Gate == nil {
+		d.Gate = admission.New(d.Redis)
+	}
 	srv := httptest.NewServer(api.NewServer(d))
 	t.Cleanup(srv.Close)
-	return &apiEnv{Env: env, t: t, url: srv.URL, reg: reg}
+	return &apiEnv{Env: env, t: t, url: srv.URL, reg: reg, Gate: d.Gate}
 }
 
 // response is one answer, fully read.
@@ -279,15 +286,15 @@ func deadTemporal(t testing.TB) client.Client {
 }
 
 // deadRedis is a Redis layer whose server does not exist.
-func deadRedis(t testing.TB) *activities.RedisStock {
+func deadRedis(t testing.TB) *redisstock.Store {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	return activities.NewRedisStock(rdb, "", 0)
+	return redisstock.New(rdb, "", 0)
 }
 
 // deadStore is a database layer whose connections are closed.
-func deadStore(t testing.TB) *activities.Store {
+func deadStore(t testing.TB) *sqlstore.Store {
 	t.Helper()
 	s := testenv.MustOpenStore(t)
 	s.Close()

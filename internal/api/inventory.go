@@ -10,14 +10,14 @@ import (
 	"strings"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
 )
 
 // InventoryBody is the body of GET and PUT /v1/inventory/{sku} (declared in the root package, which the tools
 // share).
 type InventoryBody = ordersaga.InventoryBody
 
-func inventoryBody(v activities.StockView) InventoryBody {
+func inventoryBody(v reconcile.StockView) InventoryBody {
 	return InventoryBody{
 		SKU: v.SKU, DBStock: v.DBStock, RedisAvailable: v.RedisAvailable, Holds: v.Holds,
 		PriceCents: v.PriceCents, Drift: v.Drift(),
@@ -38,9 +38,9 @@ func (s *server) handleGetInventory() http.Handler {
 			writeUnknownSKU(w, "")
 			return
 		}
-		v, err := activities.ReadStock(r.Context(), s.Store, s.Redis, sku)
+		v, err := reconcile.ReadStock(r.Context(), s.Store, s.Redis, sku)
 		switch {
-		case errors.Is(err, activities.ErrNotFound):
+		case errors.Is(err, ordersaga.ErrNotFound):
 			writeUnknownSKU(w, sku)
 		case err != nil:
 			s.Logger.Warn("read inventory", "sku", sku, "error", err)
@@ -52,7 +52,7 @@ func (s *server) handleGetInventory() http.Handler {
 }
 
 // handlePutInventory is PUT /v1/inventory/{sku}: sets the database's stock and price and loads Redis to
-// match, safe while orders are in flight (activities.SetStock).
+// match, safe while orders are in flight (reconcile.SetStock).
 func (s *server) handlePutInventory() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sku := r.PathValue("sku")
@@ -76,8 +76,8 @@ func (s *server) handlePutInventory() http.Handler {
 			name string
 			v    *int64
 			max  int64
-		}{{"stock", req.Stock, activities.MaxStock}, {"price_cents", req.PriceCents, math.MaxInt64}} {
-			// The stock's limit is the Redis scripts' (activities.MaxStock): past it they would round it.
+		}{{"stock", req.Stock, ordersaga.MaxStock}, {"price_cents", req.PriceCents, math.MaxInt64}} {
+			// The stock's limit is the Redis scripts' (ordersaga.MaxStock): past it they would round it.
 			if f.v == nil || *f.v < 0 || *f.v > f.max {
 				pr := newProblem(kindInvalidField, fmt.Sprintf("%s: required, an integer from 0 to %d", f.name, f.max))
 				pr.Field = f.name
@@ -85,7 +85,7 @@ func (s *server) handlePutInventory() http.Handler {
 				return
 			}
 		}
-		v, err := activities.SetStock(r.Context(), s.Store, s.Redis, sku, *req.Stock, *req.PriceCents)
+		v, err := reconcile.SetStock(r.Context(), s.Store, s.Redis, sku, *req.Stock, *req.PriceCents)
 		if err != nil {
 			s.Logger.Error("set inventory", "sku", sku, "error", err)
 			writeProblem(w, newProblem(kindUnavailable, "the inventory could not be set, or Redis not loaded to match; the same PUT is safe to retry"))

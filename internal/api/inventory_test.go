@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
 )
 
@@ -149,7 +148,7 @@ func TestInventory(t *testing.T) {
 		if _, err := e.Redis.Reserve(ctx, order, sku, 3); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Store.Deduct(ctx, activities.DeductInput{OrderID: order, UserID: "u-inv", Currency: testCurrency,
+		if _, err := e.Store.Deduct(ctx, ordersaga.DeductInput{OrderID: order, UserID: "u-inv", Currency: testCurrency,
 			PayBy: time.Now().Add(time.Hour), Lines: lines}); err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -30,7 +30,7 @@ func (s *server) handleGetOrder() http.Handler {
 		}
 		o, err := s.readOrder(r.Context(), id)
 		switch {
-		case errors.Is(err, activities.ErrNotFound):
+		case errors.Is(err, ordersaga.ErrNotFound):
 			writeOrderNotFound(w, id)
 		case err != nil:
 			s.Logger.Warn("read order", "order_id", id, "error", err)
@@ -41,7 +41,7 @@ func (s *server) handleGetOrder() http.Handler {
 	})
 }
 
-// readOrder reads an order; activities.ErrNotFound when neither Temporal nor the database knows it.
+// readOrder reads an order; ordersaga.ErrNotFound when neither Temporal nor the database knows it.
 func (s *server) readOrder(ctx context.Context, id string) (ordersaga.Order, error) {
 	wfID := workflows.OrderWorkflowID(id)
 	desc, derr := s.Temporal.DescribeWorkflowExecution(ctx, wfID, "")
@@ -60,7 +60,7 @@ func (s *server) readOrder(ctx context.Context, id string) (ordersaga.Order, err
 	if err == nil {
 		return rec.View(), nil
 	}
-	if !errors.Is(err, activities.ErrNotFound) {
+	if !errors.Is(err, ordersaga.ErrNotFound) {
 		return ordersaga.Order{}, err
 	}
 	switch {
@@ -106,7 +106,7 @@ func (s *server) handleCancelOrder() http.Handler {
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {
 			o, err = s.cancelGone(ctx, id)
-			if errors.Is(err, activities.ErrNotFound) {
+			if errors.Is(err, ordersaga.ErrNotFound) {
 				writeOrderNotFound(w, id)
 				return
 			}
@@ -138,7 +138,7 @@ func (s *server) cancelGone(ctx context.Context, id string) (ordersaga.Order, er
 	if rec.Status.Final() {
 		return rec.View(), nil
 	}
-	rec, _, err = activities.CloseGone(ctx, s.Store, s.Redis, id, ordersaga.StatusCancelled,
+	rec, _, err = reconcile.CloseGone(ctx, s.Store, s.Redis, id, ordersaga.StatusCancelled,
 		"cancelled; the order's workflow was gone")
 	if err != nil {
 		return ordersaga.Order{}, err

@@ -11,8 +11,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -106,7 +107,7 @@ func (p *placement) run() string {
 	// has units, not one per buyer). Like the fast path it only refuses, and never a key whose order is
 	// started. A key without state is gated before the database is touched; the others after their claim.
 	// The admission's units stay counted until place hands them back (or this request ends before).
-	var adm *activities.Admission
+	var adm *admission.Admission
 	defer func() { adm.Done(context.WithoutCancel(ctx)) }()
 	if fast.Gate() {
 		// The same round trip already saw every unit left being placed: refuse without a second one.
@@ -125,7 +126,7 @@ func (p *placement) run() string {
 	}
 	// Marked after the row is written: a key with a row always has a marker, or the markers are not ready.
 	if !fast.Claimed {
-		if err := p.s.Redis.MarkClaimed(ctx, marker); err != nil {
+		if err := p.s.Gate.MarkClaimed(ctx, marker); err != nil {
 			return p.unavailable("redis", err)
 		}
 	}
@@ -142,14 +143,14 @@ func (p *placement) run() string {
 	// forgotten its workflow (retention), a new run under the same order ID would be a second life of it.
 	if o, err := store.Order(ctx, rec.OrderID); err == nil && o.Status.Final() {
 		return p.answer(rec, reservationOf(o.View()))
-	} else if err != nil && !errors.Is(err, activities.ErrNotFound) {
+	} else if err != nil && !errors.Is(err, ordersaga.ErrNotFound) {
 		return p.unavailable("database", err)
 	}
 
 	// The fast path may only refuse. It answers only while no request has started this generation's
 	// workflow: one that has is deciding, and every request with the key answers as it does.
 	if !rec.Started {
-		again, err := p.s.Redis.CheckOrder(ctx, marker, p.lines)
+		again, err := p.s.Gate.CheckOrder(ctx, marker, p.lines)
 		if err != nil {
 			return p.unavailable("redis", err)
 		}
@@ -212,7 +213,7 @@ func (p *placement) run() string {
 }
 
 // answer answers a decided reservation: 201 with the order (kept for replays), or the rejection.
-func (p *placement) answer(rec activities.IdempotencyRecord, res workflows.Reservation) string {
+func (p *placement) answer(rec sqlstore.IdempotencyRecord, res workflows.Reservation) string {
 	if res.Order.Status != ordersaga.StatusRejected {
 		return p.reserved(rec, res.Order)
 	}
@@ -243,7 +244,7 @@ func (p *placement) answer(rec activities.IdempotencyRecord, res workflows.Reser
 // be stale by now (a concurrent request with the key may have started the order since), so the row is read
 // again: an answer kept is replayed; a key still not started gets the refusal, which refuse writes and returns
 // the outcome of. When the order is started, attach is true and cur is the row to attach to it with.
-func (p *placement) refusedAfterClaim(ctx context.Context, refuse func() string) (cur activities.IdempotencyRecord, out string, attach bool) {
+func (p *placement) refusedAfterClaim(ctx context.Context, refuse func() string) (cur sqlstore.IdempotencyRecord, out string, attach bool) {
 	cur, err := p.s.Store.IdempotencyKey(ctx, p.req.UserID, p.key)
 	switch {
 	case err != nil:
@@ -259,7 +260,7 @@ func (p *placement) refusedAfterClaim(ctx context.Context, refuse func() string)
 
 // gate is the admission gate for a key without state: ok with *adm set when admitted, else the answer is
 // written (409 sold-out, or 503 when Redis failed) and its outcome returned.
-func (p *placement) gate(ctx context.Context, adm **activities.Admission) (string, bool) {
+func (p *placement) gate(ctx context.Context, adm **admission.Admission) (string, bool) {
 	sku, err := p.admit(ctx, adm)
 	switch {
 	case err != nil:
@@ -271,10 +272,10 @@ func (p *placement) gate(ctx context.Context, adm **activities.Admission) (strin
 	return "", true
 }
 
-// admit asks the admission gate (RedisStock.Admit) for this request's lines, without answering: *adm is set
+// admit asks the admission gate (admission.Gate.Admit) for this request's lines, without answering: *adm is set
 // when admitted, else the SKU refused is returned (or Redis's error).
-func (p *placement) admit(ctx context.Context, adm **activities.Admission) (string, error) {
-	a, sku, err := p.s.Redis.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
+func (p *placement) admit(ctx context.Context, adm **admission.Admission) (string, error) {
+	a, sku, err := p.s.Gate.Admit(ctx, p.lines, p.s.PlaceTimeout+time.Minute)
 	if err == nil && sku == "" {
 		*adm = a
 	}
@@ -298,7 +299,7 @@ var errStillDeciding = errors.New("reservation still being decided")
 // that placed it died before keeping its answer, or it was rejected and the key has moved on meanwhile), the
 // reservation is read from its result. The admission's units are counted until the reservation is decided
 // (or the shared call gives up after PlaceTimeout), even when this request stops waiting before.
-func (p *placement) place(ctx context.Context, orderID string, adm *activities.Admission) (workflows.Reservation, error) {
+func (p *placement) place(ctx context.Context, orderID string, adm *admission.Admission) (workflows.Reservation, error) {
 	in := workflows.OrderInput{
 		OrderID: orderID, UserID: p.req.UserID, Currency: p.s.Currency, Lines: p.lines,
 		PaymentTimeout: p.s.PaymentTimeout,
@@ -380,7 +381,7 @@ func reservationOf(o ordersaga.Order) workflows.Reservation {
 
 // reserved answers 201 with the order and keeps the answer for replays; when a concurrent request with the
 // key kept its answer first, that one is the answer.
-func (p *placement) reserved(rec activities.IdempotencyRecord, o ordersaga.Order) string {
+func (p *placement) reserved(rec sqlstore.IdempotencyRecord, o ordersaga.Order) string {
 	body := mustJSON(o)
 	kept, stored, err := p.s.Store.KeepIdempotentAnswer(p.r.Context(), p.req.UserID, p.key, rec.Generation, http.StatusCreated, body)
 	if err != nil {
@@ -400,7 +401,7 @@ func (p *placement) reserved(rec activities.IdempotencyRecord, o ordersaga.Order
 }
 
 // replay answers with the kept first answer, byte for byte.
-func (p *placement) replay(rec activities.IdempotencyRecord) {
+func (p *placement) replay(rec sqlstore.IdempotencyRecord) {
 	p.w.Header().Set(headerReplayed, "true")
 	if rec.StatusCode == http.StatusCreated {
 		p.w.Header().Set("Location", orderLocation(rec.OrderID))

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -279,9 +279,9 @@ func TestPlaceOrder_SoldOut(t *testing.T) {
 		body := orderBody("u-g", ordersaga.Line{SKU: "GATE-1", Qty: 1})
 		// Two placements of other requests hold the two units left in the gate's count (admitted for real: a
 		// count without a live process behind it is reaped).
-		var others []*activities.Admission
+		var others []*admission.Admission
 		for range 2 {
-			adm, sku, err := e.Redis.Admit(ctx, []ordersaga.Line{{SKU: "GATE-1", Qty: 1}}, time.Minute)
+			adm, sku, err := e.Gate.Admit(ctx, []ordersaga.Line{{SKU: "GATE-1", Qty: 1}}, time.Minute)
 			if err != nil || sku != "" {
 				t.Fatalf("admit another placement: %q %v", sku, err)
 			}
@@ -312,7 +312,7 @@ func TestPlaceOrder_SoldOut(t *testing.T) {
 		if r := e.place("k-gate", body); r.status != http.StatusCreated {
 			t.Fatalf("retry once a unit is free: %s", r)
 		}
-		if n, err := e.Redis.Admitting(ctx, "GATE-1"); err != nil || n != 1 {
+		if n, err := e.Gate.Admitting(ctx, "GATE-1"); err != nil || n != 1 {
 			t.Errorf("units being placed after the answer: %d %v, want the other request's 1", n, err)
 		}
 	})
@@ -472,7 +472,7 @@ func TestPlaceOrder_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 	// this key's marker, which would pass for B's step in the hook. With the markers ready B is gated before
 	// its claim, and A, which finds the marker, after its claim.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		ready, err := e.Redis.ClaimsReady(context.Background())
+		ready, err := e.Gate.ClaimsReady(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
 	"github.com/ordersaga/ordersaga/internal/webhook"
 	"github.com/ordersaga/ordersaga/workflows"
@@ -98,7 +97,7 @@ func (s *server) handlePaymentWebhook() http.Handler {
 func (s *server) pay(ctx context.Context, ev PaymentEvent) (ordersaga.PaymentResult, error) {
 	if _, err := s.Store.Payment(ctx, ev.EventID); err == nil {
 		return ordersaga.PaymentDuplicate, nil
-	} else if !errors.Is(err, activities.ErrNotFound) {
+	} else if !errors.Is(err, ordersaga.ErrNotFound) {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.UpdateTimeout)
@@ -123,7 +122,7 @@ func (s *server) refund(ctx context.Context, ev PaymentEvent, why string) (order
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.RefundWorkflow, activities.PaymentRecord{
+	}, workflows.RefundWorkflow, ordersaga.PaymentRecord{
 		EventID: ev.EventID, OrderID: ev.OrderID, AmountCents: ev.AmountCents, Currency: ev.Currency,
 		Detail: "order closed or unknown to Temporal: " + why, // the store cuts it to its column
 	})
@@ -134,7 +133,7 @@ func (s *server) refund(ctx context.Context, ev PaymentEvent, why string) (order
 	if err != nil {
 		return "", fmt.Errorf("refund %s: %w", ev.EventID, err)
 	}
-	var rec activities.PaymentRecord
+	var rec ordersaga.PaymentRecord
 	if err := run.Get(ctx, &rec); err != nil {
 		return "", fmt.Errorf("refund %s: %w", ev.EventID, err)
 	}

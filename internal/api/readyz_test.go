@@ -14,8 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -39,7 +40,7 @@ func TestReadyzNamesNoHostOrUser(t *testing.T) {
 
 	srv := httptest.NewServer(api.NewServer(api.Deps{
 		Logger:   slog.New(slog.DiscardHandler),
-		Temporal: temporal, Store: store, Redis: activities.NewRedisStock(rdb, "", 0),
+		Temporal: temporal, Store: store, Redis: redisstock.New(rdb, "", 0),
 		Currency: testCurrency, WebhookSecrets: []string{testSecret}, AdminToken: testAdmin,
 	}))
 	t.Cleanup(srv.Close)
@@ -61,7 +62,7 @@ func TestReadyzNamesNoHostOrUser(t *testing.T) {
 // unreachableStore returns a database layer whose next connection fails, and what its error would give away:
 // on a real MySQL server (MYSQL_DSN) a user that existed when the store was opened and is dropped since, so
 // the server answers "Access denied for user '<user>'@'<host>'"; else a closed SQLite store.
-func unreachableStore(t *testing.T) (*activities.Store, []string) {
+func unreachableStore(t *testing.T) (*sqlstore.Store, []string) {
 	t.Helper()
 	if !testenv.RealMySQL() {
 		s := testenv.MustOpenStore(t)
@@ -91,7 +92,7 @@ func unreachableStore(t *testing.T) (*activities.Store, []string) {
 	cfg.User, cfg.Passwd = user, "leak-pass"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := activities.OpenDB(ctx, cfg.FormatDSN(), "")
+	s, err := sqlstore.Open(ctx, cfg.FormatDSN(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/admission"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -30,8 +32,11 @@ const (
 type Deps struct {
 	Logger   *slog.Logger
 	Temporal client.Client
-	Store    *activities.Store
-	Redis    *activities.RedisStock
+	Store    *sqlstore.Store
+	Redis    *redisstock.Store
+	// Gate is the admission gate and the idempotency-key markers of the sold-out fast path (nil: one of the
+	// server's own on Redis; a process has one).
+	Gate *admission.Gate
 	// Registry receives the API's metrics and is what /metrics serves (the starter registers the Temporal
 	// SDK's metrics on it too). Nil means a registry of the server's own.
 	Registry *prometheus.Registry
@@ -106,6 +111,9 @@ func NewServer(d Deps) *Server {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Gate == nil {
+		d.Gate = admission.New(d.Redis)
 	}
 	s := &server{Deps: d, metrics: NewMetrics(d.Registry)}
 	s.bg, s.stopBG = context.WithCancel(context.Background())

@@ -21,10 +21,11 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -87,8 +88,8 @@ func TestRecordRelease(t *testing.T) {
 // activity (gate) so a test can deliver a message while the workflow waits on it.
 type recorder struct {
 	c     client.Client
-	store *activities.Store
-	redis *activities.RedisStock
+	store *sqlstore.Store
+	redis *redisstock.Store
 	gate  *gate
 	dir   string
 }
@@ -330,13 +331,13 @@ var orderScenarios = []scenario{
 	}},
 	{"refund", func(t *testing.T, r *recorder, name string) {
 		// A payment for an order Temporal does not know: the webhook starts RefundWorkflow.
-		p := activities.PaymentRecord{EventID: "evt-" + name, OrderID: "rec-unknown", AmountCents: 1250, Currency: "CNY"}
+		p := ordersaga.PaymentRecord{EventID: "evt-" + name, OrderID: "rec-unknown", AmountCents: 1250, Currency: "CNY"}
 		id := workflows.RefundWorkflowID(p.EventID)
 		run, err := r.c.ExecuteWorkflow(ctxT(t), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.RefundWorkflow, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rec activities.PaymentRecord
+		var rec ordersaga.PaymentRecord
 		if err := run.Get(ctxT(t), &rec); err != nil || rec.Result != ordersaga.PaymentRefunded {
 			t.Fatalf("refund: %+v %v", rec, err)
 		}
@@ -346,7 +347,7 @@ var orderScenarios = []scenario{
 
 // recordReconcile runs one reconciliation in pages of two SKUs, so the history has several pages of each kind.
 func recordReconcile(t *testing.T, r *recorder, name string) {
-	id, _, err := reconcile.RunOnce(ctxT(t), r.c, workflows.ReconcileInput{BatchSize: 2, Grace: -1})
+	id, _, err := platform.RunOnce(ctxT(t), r.c, workflows.ReconcileInput{BatchSize: 2, Grace: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

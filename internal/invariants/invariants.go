@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // SKUReport is the figures of one SKU.
@@ -48,7 +49,7 @@ func (r Report) String() string {
 
 // Check verifies I1–I4 for the SKUs, whose expected totals (initial stock + restocks) are given. quiet
 // means no order is in flight: the equalities then hold exactly (Redis equals the DB, no holds left).
-func Check(ctx context.Context, store *activities.Store, rs *activities.RedisStock, expected map[string]int64, quiet bool) (Report, error) {
+func Check(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, expected map[string]int64, quiet bool) (Report, error) {
 	var rep Report
 	bad := func(format string, args ...any) {
 		rep.Violations = append(rep.Violations, fmt.Sprintf(format, args...))
@@ -98,7 +99,7 @@ func Check(ctx context.Context, store *activities.Store, rs *activities.RedisSto
 		for order, q := range holds {
 			s.RedisHolds += q
 			var n int64
-			if err := db.Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND sku = ? AND op = ?", order, sku, activities.OpDeduct).
+			if err := db.Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND sku = ? AND op = ?", order, sku, sqlstore.OpDeduct).
 				Scan(&n).Error; err != nil {
 				return rep, fmt.Errorf("invariants: %w", err)
 			}
@@ -159,7 +160,7 @@ func Check(ctx context.Context, store *activities.Store, rs *activities.RedisSto
 	}
 	if err := db.Raw(`SELECT r.order_id AS order_id, r.sku AS sku, COALESCE(d.qty, 0) AS d, r.qty AS r FROM stock_ledger r
 		LEFT JOIN stock_ledger d ON d.order_id = r.order_id AND d.sku = r.sku AND d.op = ?
-		WHERE r.op = ? AND COALESCE(d.qty, 0) <> r.qty`, activities.OpDeduct, activities.OpRestore).Scan(&mism).Error; err != nil {
+		WHERE r.op = ? AND COALESCE(d.qty, 0) <> r.qty`, sqlstore.OpDeduct, sqlstore.OpRestore).Scan(&mism).Error; err != nil {
 		return rep, fmt.Errorf("invariants: %w", err)
 	}
 	for _, m := range mism {
@@ -178,9 +179,9 @@ func Check(ctx context.Context, store *activities.Store, rs *activities.RedisSto
 		GROUP BY o.order_id, ol.sku, o.status, ol.qty
 		HAVING (o.status = ? AND COALESCE(SUM(CASE WHEN l.op = ? THEN l.qty ELSE -l.qty END), 0) <> ol.qty)
 		    OR (o.status <> ? AND COALESCE(SUM(CASE WHEN l.op = ? THEN l.qty ELSE -l.qty END), 0) <> 0)`,
-		activities.OpDeduct,
+		sqlstore.OpDeduct,
 		string(ordersaga.StatusPaid), string(ordersaga.StatusExpired), string(ordersaga.StatusCancelled), string(ordersaga.StatusRejected),
-		string(ordersaga.StatusPaid), activities.OpDeduct, string(ordersaga.StatusPaid), activities.OpDeduct).Scan(&leaks).Error; err != nil {
+		string(ordersaga.StatusPaid), sqlstore.OpDeduct, string(ordersaga.StatusPaid), sqlstore.OpDeduct).Scan(&leaks).Error; err != nil {
 		return rep, fmt.Errorf("invariants: %w", err)
 	}
 	for _, l := range leaks {

@@ -122,21 +122,50 @@ var layers = []layer{
 			"go.temporal.io/sdk/client", "go.temporal.io/sdk/activity"}),
 	},
 	{
-		name:       "activities: the stores and the activities (the only I/O of the saga)",
+		name:       "activities: thin adapters (decode, call a store or the engine, type the errors), no store library",
 		pkgs:       paths("activities/..."),
+		module:     []string{"", "internal/redisstock", "internal/sqlstore", "internal/reconcile"},
+		thirdParty: []string{"go.temporal.io/sdk/...", "go.temporal.io/api/..."},
+		forbid: concat(storeLibs, []string{"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/client",
+			"go.temporal.io/sdk/worker", "go.temporal.io/server/..."}),
+	},
+	{
+		name:       "internal/redisstock: the Redis stock store, its keys and scripts; go-redis only",
+		pkgs:       paths("internal/redisstock/..."),
+		module:     []string{""},
+		thirdParty: []string{"github.com/redis/go-redis/..."},
+		forbid:     concat(gormLibs, sqlLibs, temporal, []string{"github.com/alicebob/miniredis/..."}),
+	},
+	{
+		name:       "internal/admission: the order API's admission gate and key markers, on the stock store's Redis",
+		pkgs:       paths("internal/admission/..."),
+		module:     []string{"", "internal/redisstock"},
+		thirdParty: []string{"github.com/redis/go-redis/..."},
+		forbid:     concat(gormLibs, sqlLibs, temporal, []string{"github.com/alicebob/miniredis/..."}),
+	},
+	{
+		name:       "internal/sqlstore: the SQL store (inventory, ledger, orders, payments, keys, anomalies); GORM and drivers only",
+		pkgs:       paths("internal/sqlstore/..."),
 		module:     []string{"", "schema"},
-		thirdParty: []string{"..."},
-		forbid: []string{"github.com/alicebob/miniredis/...", "go.temporal.io/sdk/workflow",
-			"go.temporal.io/sdk/client", "go.temporal.io/sdk/worker", "go.temporal.io/server/..."},
+		thirdParty: []string{"gorm.io/...", "github.com/go-sql-driver/mysql/...", "modernc.org/sqlite/..."},
+		forbid:     concat(redisLibs, temporal),
+	},
+	{
+		name:       "internal/reconcile: the reconciliation engine, the cold load and the Redis-down fallback, through the stores",
+		pkgs:       paths("internal/reconcile/..."),
+		module:     []string{"", "internal/redisstock", "internal/sqlstore"},
+		thirdParty: []string{"go.temporal.io/sdk/activity", "github.com/prometheus/..."},
+		forbid:     storeLibs,
 	},
 	{
 		name: "schema: migrations on database/sql, standard library only (callers register the driver)",
 		pkgs: paths("schema/..."),
 	},
 	{
-		name:       "internal/api: the HTTP layer reaches the stores through activities, never go-redis, GORM or SQL directly",
-		pkgs:       paths("internal/api/..."),
-		module:     []string{"", "activities", "workflows", "internal/orderclient", "internal/webhook"},
+		name: "internal/api: the HTTP layer reaches the stores through their packages, never go-redis, GORM or SQL directly",
+		pkgs: paths("internal/api/..."),
+		module: []string{"", "activities", "workflows", "internal/orderclient", "internal/webhook", "internal/sqlstore",
+			"internal/redisstock", "internal/admission", "internal/reconcile"},
 		thirdParty: []string{"..."},
 		forbid: concat(storeLibs, []string{"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/worker",
 			"go.temporal.io/server/..."}),
@@ -159,23 +188,16 @@ var layers = []layer{
 		forbid: []string{"net/http/...", "database/sql/..."},
 	},
 	{
-		name:       "internal/platform: opens the shared clients (Temporal, Redis; the database through activities)",
+		name:       "internal/platform: the process wiring (logger, Temporal, the stores, the reconciliation schedule and metrics)",
 		pkgs:       paths("internal/platform/..."),
-		module:     []string{"activities", "workflows", "internal/config"},
+		module:     []string{"activities", "workflows", "internal/config", "internal/redisstock", "internal/sqlstore", "internal/reconcile"},
 		thirdParty: []string{"..."},
-		forbid:     concat(gormLibs, sqlLibs, []string{"net/http/...", "go.temporal.io/server/..."}),
+		forbid:     concat(gormLibs, sqlLibs, []string{"go.temporal.io/server/..."}),
 	},
 	{
-		name:       "internal/reconcile: the process side of reconciliation, stores through activities",
-		pkgs:       paths("internal/reconcile/..."),
-		module:     []string{"activities", "workflows"},
-		thirdParty: []string{"..."},
-		forbid:     concat(storeLibs, []string{"go.temporal.io/sdk/workflow", "go.temporal.io/server/..."}),
-	},
-	{
-		name:   "internal/invariants: checks the stores through activities, standard library otherwise",
+		name:   "internal/invariants: checks the stores through their packages, standard library otherwise",
 		pkgs:   paths("internal/invariants/..."),
-		module: []string{"", "activities"},
+		module: []string{"", "internal/sqlstore", "internal/redisstock"},
 		forbid: []string{"database/sql/...", "net/..."},
 	},
 	{
@@ -187,14 +209,14 @@ var layers = []layer{
 	{
 		name:       "internal/testenv: the tests' stores",
 		pkgs:       paths("internal/testenv/..."),
-		module:     []string{"activities"},
+		module:     []string{"internal/sqlstore", "internal/redisstock"},
 		thirdParty: []string{"..."},
 		forbid:     temporal,
 	},
 	{
 		name:       "internal/sagatest: the tests' Temporal server and worker",
 		pkgs:       paths("internal/sagatest/..."),
-		module:     []string{"activities", "workflows", "internal/platform", "internal/testenv"},
+		module:     []string{"activities", "workflows", "internal/platform", "internal/testenv", "internal/sqlstore", "internal/redisstock"},
 		thirdParty: []string{"..."},
 	},
 	{
@@ -238,7 +260,7 @@ var layers = []layer{
 		forbid:     []string{module + "/internal/api/..."},
 	},
 	{
-		name:       "starter: the API process, reaches the stores through platform and activities",
+		name:       "starter: the API process, reaches the stores through platform and their packages",
 		pkgs:       paths("starter"),
 		module:     []string{"..."},
 		thirdParty: []string{"..."},
@@ -406,9 +428,11 @@ func TestRulesCatchViolations(t *testing.T) {
 	}
 	base := []pkg{
 		{ImportPath: m(""), Name: "ordersaga", Imports: []string{"time"}},
-		{ImportPath: m("activities"), Name: "activities", Imports: []string{m(""), "github.com/redis/go-redis/v9", "gorm.io/gorm"}},
+		{ImportPath: m("activities"), Name: "activities", Imports: []string{m(""), m("internal/redisstock"), m("internal/sqlstore"), "go.temporal.io/sdk/activity"}},
+		{ImportPath: m("internal/redisstock"), Name: "redisstock", Imports: []string{m(""), "github.com/redis/go-redis/v9"}},
+		{ImportPath: m("internal/sqlstore"), Name: "sqlstore", Imports: []string{m(""), m("schema"), "gorm.io/gorm"}},
 		{ImportPath: m("workflows"), Name: "workflows", Imports: []string{m(""), m("activities"), "go.temporal.io/sdk/workflow"}},
-		{ImportPath: m("internal/testenv"), Name: "testenv", Imports: []string{m("activities"), "testing"}},
+		{ImportPath: m("internal/testenv"), Name: "testenv", Imports: []string{m("internal/sqlstore"), m("internal/redisstock"), "testing"}},
 		{ImportPath: m("internal/flashsale"), Name: "flashsale", Imports: []string{m(""), "net/http", "database/sql"}},
 		{ImportPath: m("flashsale"), Name: "main", Imports: []string{m("internal/flashsale"), "golang.org/x/term"}},
 		{ImportPath: m("worker"), Name: "main", Imports: []string{m("activities"), m("workflows")}},
@@ -419,6 +443,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		want []string // "<package relative> -> <import>" of each violation, in order
 	}{
 		{"today's shape passes", nil, nil},
+		{"activities imports go-redis and GORM, a store imports the other's library", []pkg{
+			{ImportPath: m("activities"), Name: "activities", Imports: []string{m(""), "github.com/redis/go-redis/v9", "gorm.io/gorm"}},
+			{ImportPath: m("internal/sqlstore"), Name: "sqlstore", Imports: []string{"gorm.io/gorm", "github.com/redis/go-redis/v9"}},
+		}, []string{"activities -> github.com/redis/go-redis/v9", "activities -> gorm.io/gorm", "internal/sqlstore -> github.com/redis/go-redis/v9"}},
 		{"workflows imports go-redis", []pkg{
 			{ImportPath: m("workflows"), Name: "workflows", Imports: []string{m(""), "github.com/redis/go-redis/v9"}},
 		}, []string{"workflows -> github.com/redis/go-redis/v9"}},

@@ -1,7 +1,11 @@
-// Package platform opens what the processes share: the slog logger, the Temporal client (with its logger
-// bridged to slog), Redis and the database, and registers the namespace's search attributes.
+// Package platform wires the processes: the slog logger, the Temporal client (with its logger bridged to
+// slog), Redis and the database (OpenStores), the namespace's search attributes, the worker's options, and
+// the process side of reconciliation: its settings (ReconcileConfigFromEnv), the Schedule that starts
+// ReconcileWorkflow (EnsureSchedule), an on-demand run (RunOnce), the probe that tells whether an order's
+// workflow is gone (Probe) and the metrics endpoint (ServeMetrics).
 //
-// May import: activities, workflows, internal/config, go-redis, the Temporal SDK and API, and the standard
-// library. Must not import GORM, database/sql or drivers (the database opens through activities), net/http,
-// or the Temporal server (checked by internal/layers).
+// May import: activities, workflows, internal/config, internal/redisstock, internal/sqlstore,
+// internal/reconcile, go-redis, the Temporal SDK and API, Prometheus and the standard library. Must not import
+// GORM, database/sql or drivers (the database opens through internal/sqlstore) or the Temporal server
+// (checked by internal/layers).
 package platform

@@ -16,8 +16,9 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -58,12 +59,12 @@ func OpenRedis(ctx context.Context, addr string) (*redis.Client, error) {
 }
 
 // OpenStores opens Redis and the database from the configuration (both must be set).
-func OpenStores(ctx context.Context, cfg config.Config) (*activities.RedisStock, *activities.Store, func(), error) {
+func OpenStores(ctx context.Context, cfg config.Config) (*redisstock.Store, *sqlstore.Store, func(), error) {
 	rdb, err := OpenRedis(ctx, cfg.RedisAddr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	store, err := activities.OpenDB(ctx, cfg.MySQLDSN, cfg.SQLitePath)
+	store, err := sqlstore.Open(ctx, cfg.MySQLDSN, cfg.SQLitePath)
 	if err != nil {
 		rdb.Close()
 		return nil, nil, nil, err
@@ -72,7 +73,7 @@ func OpenStores(ctx context.Context, cfg config.Config) (*activities.RedisStock,
 		store.Close()
 		rdb.Close()
 	}
-	return activities.NewRedisStock(rdb, cfg.RedisKeyPrefix, 0), store, closeFn, nil
+	return redisstock.New(rdb, cfg.RedisKeyPrefix, 0), store, closeFn, nil
 }
 
 // RegisterSearchAttributes adds the order search attributes to a namespace; ones that exist are kept.

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // Every kind of drift at once: one run repairs all of them, a second run finds nothing, and Redis then
@@ -39,23 +40,23 @@ func TestReconcile_RepairsEveryDriftOnceThenFindsNothing(t *testing.T) {
 	if _, err := e.rs.Reserve(ctx, "paid-1", "D-PAID", 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Deduct(ctx, activities.DeductInput{OrderID: "paid-1", UserID: "u", Currency: "CNY",
+	if _, err := e.store.Deduct(ctx, ordersaga.DeductInput{OrderID: "paid-1", UserID: "u", Currency: "CNY",
 		PayBy: time.Now().Add(time.Hour), Lines: []ordersaga.Line{{SKU: "D-PAID", Qty: 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	must(e.store.MarkPaid(ctx, activities.PaymentRecord{EventID: "e-paid-1", OrderID: "paid-1", AmountCents: 200, Currency: "CNY"}, time.Now()))
+	must(e.store.MarkPaid(ctx, ordersaga.PaymentRecord{EventID: "e-paid-1", OrderID: "paid-1", AmountCents: 200, Currency: "CNY"}, time.Now()))
 	// A cancelled order whose hold was never released: Redis keeps 3 units from sale.
 	if _, err := e.rs.Reserve(ctx, "closed-1", "D-CLOSED", 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.CloseOrder(ctx, activities.OrderRecord{OrderID: "closed-1", UserID: "u", Status: ordersaga.StatusCancelled,
+	if _, err := e.store.CloseOrder(ctx, ordersaga.OrderRecord{OrderID: "closed-1", UserID: "u", Status: ordersaga.StatusCancelled,
 		Currency: "CNY", ClosedReason: "test", Lines: []ordersaga.Line{{SKU: "D-CLOSED", Qty: 3}}}); err != nil {
 		t.Fatal(err)
 	}
 
 	first := e.reconcileOnce(t, -1)
 	t.Logf("first run: %s", first)
-	want := activities.ReconcileSummary{
+	want := reconcile.Summary{
 		SKUs: 8, Drifted: 4, DriftUnits: 5 + 6 + 3, OverUnits: 5, UnderUnits: 6 + 3,
 		AvailRepaired: 3, Loaded: 1, StrayHolds: 1, MarkersWithoutHold: 1, HoldsConfirmed: 1, HoldsReleased: 2,
 	}
@@ -72,15 +73,15 @@ func TestReconcile_RepairsEveryDriftOnceThenFindsNothing(t *testing.T) {
 		got[r.SKU+"/"+r.Kind] = r.Action
 	}
 	for key, action := range map[string]string{
-		"D-OVER/" + activities.KindAvailOver:         activities.ActionSetAvail,
-		"D-UNDER/" + activities.KindAvailUnder:       activities.ActionSetAvail,
-		"D-GONE/" + activities.KindNotLoaded:         activities.ActionLoaded,
-		"D-STRAY/" + activities.KindStrayHold:        activities.ActionDropped,
-		"D-MARK/" + activities.KindMarkerWithoutHold: activities.ActionHoldReadded,
-		"D-MARK/" + activities.KindHoldUnknownOrder:  activities.ActionReleased,
-		"D-PAID/" + activities.KindHoldDeducted:      activities.ActionConfirmed,
-		"D-CLOSED/" + activities.KindHoldClosedOrder: activities.ActionReleased,
-		"D-CLOSED/" + activities.KindAvailUnder:      activities.ActionSetAvail,
+		"D-OVER/" + sqlstore.KindAvailOver:         sqlstore.ActionSetAvail,
+		"D-UNDER/" + sqlstore.KindAvailUnder:       sqlstore.ActionSetAvail,
+		"D-GONE/" + sqlstore.KindNotLoaded:         sqlstore.ActionLoaded,
+		"D-STRAY/" + sqlstore.KindStrayHold:        sqlstore.ActionDropped,
+		"D-MARK/" + sqlstore.KindMarkerWithoutHold: sqlstore.ActionHoldReadded,
+		"D-MARK/" + sqlstore.KindHoldUnknownOrder:  sqlstore.ActionReleased,
+		"D-PAID/" + sqlstore.KindHoldDeducted:      sqlstore.ActionConfirmed,
+		"D-CLOSED/" + sqlstore.KindHoldClosedOrder: sqlstore.ActionReleased,
+		"D-CLOSED/" + sqlstore.KindAvailUnder:      sqlstore.ActionSetAvail,
 	} {
 		if got[key] != action {
 			t.Errorf("stock_anomalies %s: action %q, want %q", key, got[key], action)

@@ -24,6 +24,8 @@ import (
 	"github.com/ordersaga/ordersaga/internal/orderclient"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -33,14 +35,14 @@ import (
 type env struct {
 	srv   *temporaltest.TestServer
 	c     client.Client
-	store *activities.Store
-	rs    *activities.RedisStock
+	store *sqlstore.Store
+	rs    *redisstock.Store
 	acts  *activities.Activities
 	reg   *prometheus.Registry
 }
 
 type envOptions struct {
-	redis      *activities.RedisStock // nil: testenv's (REDIS_ADDR or miniredis)
+	redis      *redisstock.Store // nil: testenv's (REDIS_ADDR or miniredis)
 	dbFallback bool
 }
 
@@ -60,7 +62,7 @@ func startEnv(t *testing.T, o envOptions) *env {
 		e.rs = testenv.MustOpenRedis(t)
 	}
 	e.acts = &activities.Activities{Redis: e.rs, Store: e.store}
-	if err := reconcile.Configure(e.acts, c, e.reg, reconcile.Config{DBFallback: o.dbFallback}); err != nil {
+	if err := platform.ConfigureReconcile(e.acts, c, e.reg, platform.ReconcileConfig{DBFallback: o.dbFallback}); err != nil {
 		t.Fatal(err)
 	}
 	srv.NewWorkerWithOptions(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, e.acts) },
@@ -80,11 +82,11 @@ func (e *env) stock(t testing.TB, sku string, n int64) {
 }
 
 // reconcileOnce runs one ReconcileWorkflow through the worker and returns its summary.
-func (e *env) reconcileOnce(t testing.TB, grace time.Duration) activities.ReconcileSummary {
+func (e *env) reconcileOnce(t testing.TB, grace time.Duration) reconcile.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, res, err := reconcile.RunOnce(ctx, e.c, workflows.ReconcileInput{Grace: grace, BatchSize: 3})
+	_, res, err := platform.RunOnce(ctx, e.c, workflows.ReconcileInput{Grace: grace, BatchSize: 3})
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
@@ -113,7 +115,7 @@ func (e *env) repairRows(t testing.TB) int {
 	}
 	n := 0
 	for _, r := range rows {
-		for _, a := range activities.RepairActions {
+		for _, a := range sqlstore.RepairActions {
 			if r.Action == a {
 				n++
 			}

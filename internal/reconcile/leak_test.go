@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -57,7 +57,7 @@ func TestReconcile_RestoresALeakedOrderExactlyOnce(t *testing.T) {
 		t.Errorf("order after reconciliation: %+v %v; want CANCELLED", rec.Status, err)
 	}
 	var restores int64
-	if err := e.store.DB().Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND op = ?", "leak-1", activities.OpRestore).
+	if err := e.store.DB().Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND op = ?", "leak-1", sqlstore.OpRestore).
 		Scan(&restores).Error; err != nil {
 		t.Fatal(err)
 	}

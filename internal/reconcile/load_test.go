@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -45,7 +45,7 @@ func TestReconcile_NoFalseRepairUnderLoad(t *testing.T) {
 	}
 
 	stop := make(chan struct{})
-	var runs []activities.ReconcileSummary
+	var runs []reconcile.Summary
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
@@ -65,7 +65,7 @@ func TestReconcile_NoFalseRepairUnderLoad(t *testing.T) {
 	wg.Wait()
 	awaitClosed(ctx, t, e.c, res.ids)
 
-	var during activities.ReconcileSummary
+	var during reconcile.Summary
 	for _, s := range runs {
 		during.Add(s)
 	}

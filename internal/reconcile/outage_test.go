@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/invariants"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 func oversold(rep invariants.Report) int64 {
@@ -35,7 +37,7 @@ func outageSKUs(t *testing.T, e *env, n int) map[string]int64 {
 func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 	t.Parallel()
 	srv := startRedisServer(t, false)
-	e := startEnv(t, envOptions{redis: activities.NewRedisStock(srv.client(t), "", 0), dbFallback: true})
+	e := startEnv(t, envOptions{redis: redisstock.New(srv.client(t), "", 0), dbFallback: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	n := loadOrders(t, 500, 150, 30)
@@ -83,7 +85,7 @@ func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 	t.Parallel()
 	srv := startRedisServer(t, true)
-	e := startEnv(t, envOptions{redis: activities.NewRedisStock(srv.client(t), "", 0), dbFallback: true})
+	e := startEnv(t, envOptions{redis: redisstock.New(srv.client(t), "", 0), dbFallback: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	n := loadOrders(t, 500, 150, 30)
@@ -132,7 +134,7 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 		t.Errorf("%d units oversold", o)
 	}
 	// The orders whose reserve went to the database alone (one is named per SKU mark) were served.
-	rows, err := e.store.Anomalies(ctx, activities.FallbackRunID)
+	rows, err := e.store.Anomalies(ctx, sqlstore.FallbackRunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +151,11 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 	// The marks are younger than ResyncSettle: the SKUs are re-synced but their marks stay (a database-only
 	// reservation could still be on its way to its deduct).
 	if sum.Resynced != 0 {
-		t.Errorf("reconciliation cleared a re-sync mark younger than %v: %s", activities.ResyncSettle, sum)
+		t.Errorf("reconciliation cleared a re-sync mark younger than %v: %s", reconcile.ResyncSettle, sum)
 	}
 	// Once the marks are ResyncSettle old, the next run clears them, and the one after finds nothing.
 	if err := e.store.DB().WithContext(ctx).Exec("UPDATE stock_anomalies SET created_at = ? WHERE kind = ?",
-		time.Now().UTC().Add(-activities.ResyncSettle-time.Second), activities.KindRedisDown).Error; err != nil {
+		time.Now().UTC().Add(-reconcile.ResyncSettle-time.Second), sqlstore.KindRedisDown).Error; err != nil {
 		t.Fatal(err)
 	}
 	settled := e.reconcileOnce(t, -1)

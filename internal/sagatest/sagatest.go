@@ -14,6 +14,8 @@ import (
 
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -22,8 +24,8 @@ import (
 type Env struct {
 	Server *temporaltest.TestServer
 	Client client.Client
-	Store  *activities.Store
-	Redis  *activities.RedisStock
+	Store  *sqlstore.Store
+	Redis  *redisstock.Store
 	Acts   *activities.Activities
 	Worker worker.Worker
 }
@@ -37,7 +39,7 @@ func Start(tb testing.TB) *Env {
 // StartOn is Start on stores that already exist: a second server on the stores of a first is a Temporal
 // that has forgotten every workflow (namespace retention) while the database and Redis remember.
 // adjust changes the worker's options (interceptors, for instance) before it starts.
-func StartOn(tb testing.TB, store *activities.Store, rs *activities.RedisStock, adjust ...func(*worker.Options)) *Env {
+func StartOn(tb testing.TB, store *sqlstore.Store, rs *redisstock.Store, adjust ...func(*worker.Options)) *Env {
 	tb.Helper()
 	t, ok := tb.(*testing.T)
 	var opts []temporaltest.TestServerOption

@@ -13,9 +13,9 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/go-sql-driver/mysql"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ordersaga/ordersaga/activities"
 )
 
 // RandomID returns n random bytes as hex.
@@ -33,12 +33,12 @@ func RealRedis() bool { return os.Getenv("REDIS_ADDR") != "" }
 
 // MustOpenStore opens a migrated database of the test's own: a new MySQL database on the MYSQL_DSN server
 // (dropped at cleanup), or a SQLite file in a temp dir.
-func MustOpenStore(tb testing.TB) *activities.Store {
+func MustOpenStore(tb testing.TB) *sqlstore.Store {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if !RealMySQL() {
-		store, err := activities.OpenDB(ctx, "", filepath.Join(tb.TempDir(), "ordersaga.db"))
+		store, err := sqlstore.Open(ctx, "", filepath.Join(tb.TempDir(), "ordersaga.db"))
 		if err != nil {
 			tb.Fatalf("open sqlite store: %v", err)
 		}
@@ -46,7 +46,7 @@ func MustOpenStore(tb testing.TB) *activities.Store {
 		return store
 	}
 	dsn := MySQLDatabase(tb)
-	store, err := activities.OpenDB(ctx, dsn, "")
+	store, err := sqlstore.Open(ctx, dsn, "")
 	if err != nil {
 		tb.Fatalf("open mysql store: %v", err)
 	}
@@ -86,10 +86,10 @@ func MySQLDatabase(tb testing.TB) string {
 
 // MustOpenRedis returns a Redis layer of the test's own: the REDIS_ADDR server under a fresh key prefix
 // (its keys deleted at cleanup), or a fresh miniredis.
-func MustOpenRedis(tb testing.TB) *activities.RedisStock {
+func MustOpenRedis(tb testing.TB) *redisstock.Store {
 	tb.Helper()
 	rdb, prefix := RedisClient(tb)
-	return activities.NewRedisStock(rdb, prefix, 0)
+	return redisstock.New(rdb, prefix, 0)
 }
 
 // RedisClient returns a client and a key prefix of the test's own (see MustOpenRedis).
@@ -121,7 +121,7 @@ func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 
 // UnreachableRedis returns a RedisStock whose client dials a local port that nothing listens on: every call
 // fails at once with "connection refused", as when Redis is down.
-func UnreachableRedis(tb testing.TB) *activities.RedisStock {
+func UnreachableRedis(tb testing.TB) *redisstock.Store {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -131,5 +131,40 @@ func UnreachableRedis(tb testing.TB) *activities.RedisStock {
 	l.Close() // nothing listens there now
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	tb.Cleanup(func() { rdb.Close() })
-	return activities.NewRedisStock(rdb, "", 0)
+	return redisstock.New(rdb, "", 0)
+}
+
+// Item is one inventory row to seed.
+type Item struct {
+	SKU          string
+	Stock, Price int64
+}
+
+// MustOpenStoreWith returns a migrated store of the test's own seeded with the items.
+func MustOpenStoreWith(tb testing.TB, items ...Item) *sqlstore.Store {
+	tb.Helper()
+	store := MustOpenStore(tb)
+	for _, it := range items {
+		if err := store.SetInventory(tb.Context(), it.SKU, it.Stock, it.Price); err != nil {
+			tb.Fatalf("seed %s: %v", it.SKU, err)
+		}
+	}
+	return store
+}
+
+// NotLoaded is passed to MustOpenRedisSKU for a SKU whose counter must not exist.
+const NotLoaded = -1
+
+// MustOpenRedisSKU returns a Redis store of the test's own and a fresh SKU loaded with avail units (none when
+// avail is NotLoaded).
+func MustOpenRedisSKU(tb testing.TB, avail int64) (*redisstock.Store, string) {
+	tb.Helper()
+	rs := MustOpenRedis(tb)
+	sku := "SKU-" + RandomID(4)
+	if avail != NotLoaded {
+		if err := rs.SetAvailable(tb.Context(), sku, avail); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return rs, sku
 }

@@ -177,7 +177,7 @@ func (j *judge) bad(f Finding) {
 // Check judges a snapshot. It is a pure function: everything it knows is in s.
 //
 // It is not internal/invariants.Check, on purpose: that one reads the service's stores (the database through
-// activities.Store and Redis through activities.RedisStock, whose address the tool is never given) and answers
+// sqlstore.Store and Redis through redisstock.Store, whose address the tool is never given) and answers
 // I1–I4 as lines of text for the whole database. The tool judges a run from outside, from the API's answers
 // and, when given the database, a read-only snapshot of the run's own SKUs; it must count units per check
 // (the report's figures), add I5 and the money, and judge a recorded snapshot again (--rejudge). The rules

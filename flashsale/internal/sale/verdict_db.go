@@ -8,7 +8,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 )
 
-// The stock_ledger ops (activities.OpDeduct and OpRestore; activities is not imported: it links the stores).
+// The stock_ledger ops (sqlstore.OpDeduct and OpRestore; activities is not imported: it links the stores).
 const (
 	ledgerDeduct  = "DEDUCT"
 	ledgerRestore = "RESTORE"

@@ -1,0 +1,588 @@
+package admission
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+)
+
+var (
+	//go:embed lua/unadmit.lua
+	unadmitLua    string
+	unadmitScript = redis.NewScript(unadmitLua)
+)
+
+// Gate is the order API's admission gate and its idempotency-key markers, in the Redis the stock store uses
+// (their keys are in redisstock's key layout). Only the order API uses it: the worker never links it.
+type Gate struct {
+	rs        *redisstock.Store
+	rdb       redis.UniversalClient
+	checks    checkBatcher    // CheckOrder's round trips, shared by concurrent callers
+	admission admissionLeases // Admit's lease of this process
+}
+
+// New builds the gate on the stock store's client and key layout.
+func New(rs *redisstock.Store) *Gate {
+	g := &Gate{rs: rs, rdb: rs.Client()}
+	g.checks.rs = g
+	return g
+}
+
+// Stock is the stock store the gate reads the counters of.
+func (r *Gate) Stock() *redisstock.Store { return r.rs }
+
+// The order API's sold-out fast path answers 409 from Redis alone, without touching the database, when a SKU
+// of the order has too few units left AND the request's Idempotency-Key has no state in the database (a key
+// that does must answer as before: a replay of its first answer, or 422 for another body). Redis therefore
+// mirrors which keys have a row in idempotency_keys, with one marker per key, set after the row is written.
+// A Redis that lost its data (a restart without persistence) loses the markers too: the "ready" key says the
+// markers are complete, and is set only by a backfill from the database that ran entirely on this Redis
+// (BeginClaimsBackfill's token still there at FinishClaimsBackfill). Until then the fast path stays off.
+//
+// Keys: prefix+"idem:"+marker per key (the marker is the key's generation-0 order ID), and
+// prefix+"{idem}:ready" / prefix+"{idem}:filling" (one hash slot, for the compare-and-set).
+
+// FastCheck is what Redis says about one order request, from one round trip.
+type FastCheck struct {
+	// Ready is true when the markers are complete (else Claimed means nothing and the fast path is off).
+	Ready bool
+	// Claimed is true when the request's key has a marker: its state is in the database.
+	Claimed bool
+	// SoldOutSKU is the first line's SKU that Redis has loaded with fewer units than the line asks for ("" when
+	// Redis does not say no; a SKU not loaded is left to the workflow, which fails closed).
+	SoldOutSKU string
+	// GatedSKU is, when no line is sold out, the first line's SKU whose units left are all counted as being
+	// placed by other requests (inv:{SKU}:admitting): Admit would refuse it now.
+	GatedSKU string
+}
+
+// Gate reports whether the admission gate may refuse without asking Admit: a key without state, and every
+// unit left of a line's SKU counted as being placed.
+func (c FastCheck) Gate() bool {
+	return c.Ready && !c.Claimed && c.SoldOutSKU == "" && c.GatedSKU != ""
+}
+
+// Refuse reports whether the fast path may answer sold out: Redis says no, and the key has no state to answer.
+func (c FastCheck) Refuse() bool { return c.Ready && !c.Claimed && c.SoldOutSKU != "" }
+
+// CheckOrder reads the readiness of the markers, the marker of one key and the available units of every
+// line's SKU. Concurrent calls share pipelined round trips (a flash sale's rejections are thousands per
+// second on one SKU): a call joins the next round trip that leaves, at most maxCheckTrips in flight, so a
+// lone call costs one round trip and a crowd a fraction of one each.
+func (r *Gate) CheckOrder(ctx context.Context, marker string, lines []ordersaga.Line) (FastCheck, error) {
+	req := &checkReq{marker: marker, lines: lines, done: make(chan struct{})}
+	r.checks.add(req)
+	select {
+	case <-req.done:
+		return req.res, req.err
+	case <-ctx.Done():
+		return FastCheck{}, fmt.Errorf("check order: %w", ctx.Err())
+	}
+}
+
+const (
+	maxCheckTrips = 2                // round trips of CheckOrder in flight at once (bench pair 1: 2 beat 1, 4 and 8)
+	maxCheckBatch = 256              // calls answered by one round trip at most
+	checkTimeout  = 10 * time.Second // of one round trip (the client's own read/write timeouts come first)
+)
+
+type checkReq struct {
+	marker string
+	lines  []ordersaga.Line
+	res    FastCheck
+	err    error
+	done   chan struct{}
+}
+
+// checkBatcher gathers concurrent CheckOrder calls: a caller queues its request and, when fewer than
+// maxCheckTrips senders run, starts one; each sender takes what is queued, sends it as one pipeline, and
+// goes on until the queue is empty. Nothing waits for a batch to fill.
+type checkBatcher struct {
+	rs      *Gate
+	mu      sync.Mutex
+	queue   []*checkReq
+	senders int
+}
+
+func (b *checkBatcher) add(req *checkReq) {
+	b.mu.Lock()
+	b.queue = append(b.queue, req)
+	start := b.senders < maxCheckTrips
+	if start {
+		b.senders++
+	}
+	b.mu.Unlock()
+	if start {
+		go b.send()
+	}
+}
+
+func (b *checkBatcher) send() {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxCheckBatch)
+		if n == 0 {
+			b.senders--
+			b.mu.Unlock()
+			return
+		}
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		if len(b.queue) == 0 {
+			b.queue = nil
+		}
+		b.mu.Unlock()
+		b.rs.checkBatch(batch)
+		for _, req := range batch {
+			close(req.done)
+		}
+	}
+}
+
+// checkBatch answers a batch in one pipelined round trip: EXISTS of ready once, EXISTS of each marker, GET of
+// each SKU's counter and of its count of units being placed once.
+func (r *Gate) checkBatch(batch []*checkReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	var (
+		ready     *redis.IntCmd
+		claimed   = make([]*redis.IntCmd, len(batch))
+		avail     = map[string]*redis.StringCmd{}
+		admitting = map[string]*redis.StringCmd{}
+	)
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ready = p.Exists(ctx, r.rs.ClaimsReadyKey())
+		for i, req := range batch {
+			claimed[i] = p.Exists(ctx, r.rs.ClaimKey(req.marker))
+			for _, l := range req.lines {
+				if avail[l.SKU] == nil {
+					avail[l.SKU] = p.Get(ctx, r.rs.AvailKey(l.SKU))
+					admitting[l.SKU] = p.Get(ctx, r.rs.AdmittingKey(l.SKU))
+				}
+			}
+		}
+		return nil
+	})
+	// Pipelined returns the first command's error only, and redis.Nil (a SKU not loaded, no count) is an
+	// answer: every command's own error is checked below, absence allowed only where it means something.
+	if err != nil && !errors.Is(err, redis.Nil) {
+		for _, req := range batch {
+			req.err = fmt.Errorf("check order: %w", err)
+		}
+		return
+	}
+	if err := ready.Err(); err != nil {
+		for _, req := range batch {
+			req.err = fmt.Errorf("check order: markers ready: %w", err)
+		}
+		return
+	}
+	gated := map[string]bool{}
+	for i, req := range batch {
+		req.res, req.err = checkAnswer(req, ready.Val() > 0, claimed[i], avail, admitting)
+		if sku := req.res.GatedSKU; sku != "" && !gated[sku] {
+			gated[sku] = true
+			r.reapSoon(sku)
+		}
+	}
+}
+
+// checkAnswer reads one request's answer from the batch's commands.
+func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail, admitting map[string]*redis.StringCmd) (FastCheck, error) {
+	if err := claimed.Err(); err != nil {
+		return FastCheck{}, fmt.Errorf("check order: marker: %w", err)
+	}
+	res := FastCheck{Ready: ready, Claimed: claimed.Val() > 0}
+	for _, l := range req.lines {
+		n, err := avail[l.SKU].Int64()
+		if errors.Is(err, redis.Nil) {
+			continue // not loaded: left to the workflow, which fails closed
+		}
+		if err != nil {
+			return FastCheck{}, fmt.Errorf("check order: available %s: %w", l.SKU, err)
+		}
+		placing, err := admitting[l.SKU].Int64()
+		if errors.Is(err, redis.Nil) {
+			placing, err = 0, nil
+		}
+		if err != nil {
+			return FastCheck{}, fmt.Errorf("check order: admitting %s: %w", l.SKU, err)
+		}
+		if n < l.Qty {
+			res.SoldOutSKU = l.SKU
+			return res, nil
+		}
+		if res.GatedSKU == "" && placing+l.Qty > n {
+			res.GatedSKU = l.SKU
+		}
+	}
+	return res, nil
+}
+
+// MarkClaimed sets the markers of keys that have a row in idempotency_keys (no expiry: the rows have none).
+func (r *Gate) MarkClaimed(ctx context.Context, markers ...string) error {
+	if len(markers) == 0 {
+		return nil
+	}
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, m := range markers {
+			p.Set(ctx, r.rs.ClaimKey(m), 1, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark idempotency keys claimed: %w", err)
+	}
+	return nil
+}
+
+// ClaimsReady reports whether the markers are complete.
+func (r *Gate) ClaimsReady(ctx context.Context) (bool, error) {
+	n, err := r.rdb.Exists(ctx, r.rs.ClaimsReadyKey()).Result()
+	if err != nil {
+		return false, fmt.Errorf("idempotency markers ready: %w", err)
+	}
+	return n > 0, nil
+}
+
+// BeginClaimsBackfill starts a backfill of the markers: it returns the token FinishClaimsBackfill checks.
+// Concurrent backfills (several API processes) are harmless: whichever finishes while its token is current
+// sets ready, and each of them covered every row written before it began.
+func (r *Gate) BeginClaimsBackfill(ctx context.Context) (string, error) {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	if err := r.rdb.Set(ctx, r.rs.ClaimsFillingKey(), token, 0).Err(); err != nil {
+		return "", fmt.Errorf("begin idempotency marker backfill: %w", err)
+	}
+	return token, nil
+}
+
+var finishBackfill = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[2], '1')
+  return 1
+end
+return 0`)
+
+// FinishClaimsBackfill sets ready when token is still the current backfill's: if Redis lost its data since
+// BeginClaimsBackfill, the token is gone with the markers written meanwhile, and ready stays unset.
+func (r *Gate) FinishClaimsBackfill(ctx context.Context, token string) (bool, error) {
+	n, err := finishBackfill.Run(ctx, r.rdb, []string{r.rs.ClaimsFillingKey(), r.rs.ClaimsReadyKey()}, token).Int64()
+	if err != nil {
+		return false, fmt.Errorf("finish idempotency marker backfill: %w", err)
+	}
+	return n == 1, nil
+}
+
+// The admission gate counts, per SKU, the units of orders the API processes are placing right now, and
+// frees the units of a process that died within seconds, under any traffic. Each process (each Gate)
+// has an owner ID and counts its units in its own field of a hash; its field stays only while its lease key,
+// which its heartbeat renews every admissionRenew while it counts units, lives:
+//
+//	inv:{SKU}:admitting        the total of the fields: the one GET the fast path and Admit compare with avail
+//	inv:{SKU}:admitting:by     hash owner -> units that owner's placements count
+//	inv:{SKU}:admitting:lease:<owner>   set with a TTL of admissionLease by Admit and the owner's heartbeat
+//
+// A process that refuses a buyer on a SKU (Admit, or the fast path's gate) reaps it, at most every
+// admissionReapEvery: the fields of owners whose lease is gone go, and the total is recounted from the
+// fields. Only an owner renews its lease, so refused buyers retrying keep nothing of a dead process alive. All
+// keys of a SKU share its hash tag.
+const (
+	admissionLease     = 5 * time.Second // a process's heartbeat may stall this long before its count is reaped
+	admissionRenew     = time.Second     // how often a process that counts units renews its leases
+	admissionReapEvery = time.Second     // how often at most one process reaps one SKU
+)
+
+// admissionLeases is this process's side of the admission gate: its owner ID, the units its admissions
+// count per SKU (the leases its heartbeat renews), the units Done failed to take off (retried by the
+// heartbeat) and when it last reaped each SKU. The zero value is ready: init runs on first use.
+type admissionLeases struct {
+	once               sync.Once
+	owner              string
+	lease, renew, reap time.Duration
+	stop               chan struct{} // closed when the process stops renewing (tests: a kill)
+	mu                 sync.Mutex
+	held, owed         map[string]int64
+	beating, killed    bool
+	lastReap           map[string]time.Time
+	reaping            map[string]bool
+}
+
+func (r *Gate) leases() *admissionLeases {
+	l := &r.admission
+	l.once.Do(func() {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		l.owner = hex.EncodeToString(b)
+		if l.lease <= 0 {
+			l.lease, l.renew, l.reap = admissionLease, admissionRenew, admissionReapEvery
+		}
+		l.stop = make(chan struct{})
+		l.held, l.owed = map[string]int64{}, map[string]int64{}
+		l.lastReap, l.reaping = map[string]time.Time{}, map[string]bool{}
+	})
+	return l
+}
+
+// Admission is the units Admit counted for one placement; Done takes them off again.
+type Admission struct {
+	rs    *Gate
+	mu    sync.Mutex
+	lines []ordersaga.Line
+}
+
+// Admit is the order API's gate before it starts a workflow: per line, it counts the units as being placed
+// (inv:{SKU}:admitting, and this process's field of inv:{SKU}:admitting:by) unless that takes the count past
+// what Redis has left (inv:{SKU}:avail); a refused line undoes the lines admitted before it, and its SKU is
+// returned ("" when every line is admitted). A SKU Redis has not loaded is admitted uncounted (the workflow
+// fails closed). The caller calls Done on the Admission once the reservation is decided or the wait is given
+// up. The units stay counted while this process lives (its heartbeat renews its lease), and are reaped within
+// about admissionLease of its death, by the next process that refuses a buyer of the SKU. ttl is how long the
+// SKU's count keys outlive its last admission (longer than any placement): it only clears the keys of a SKU
+// no longer sold.
+//
+// One MULTI/EXEC round trip per line (GET, INCRBY, HINCRBY, SET of the lease, EXPIREs; the keys share the
+// SKU's hash tag), and one more to undo when refused: no script, because the gate runs for every buyer until
+// the stock is reserved (a script costs several times more on the embedded Redis). Counting first and undoing
+// can only make a concurrent request see more units being placed than there are, i.e. refuse, never admit
+// more: the gate only ever refuses, and the Lua reserve inside the workflow stays the real gate.
+func (r *Gate) Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*Admission, string, error) {
+	l := r.leases()
+	ttl = max(ttl, l.lease)
+	a := &Admission{rs: r}
+	undo := context.WithoutCancel(ctx)
+	for _, line := range lines {
+		key, by := r.rs.AdmittingKey(line.SKU), r.rs.AdmittersKey(line.SKU)
+		var (
+			avail *redis.StringCmd
+			count *redis.IntCmd
+		)
+		_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			avail = p.Get(ctx, r.rs.AvailKey(line.SKU))
+			count = p.IncrBy(ctx, key, line.Qty)
+			p.HIncrBy(ctx, by, l.owner, line.Qty)
+			p.Set(ctx, r.rs.AdmissionLeaseKey(line.SKU, l.owner), 1, l.lease)
+			p.Expire(ctx, key, ttl)
+			p.Expire(ctx, by, ttl)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			a.Done(undo)
+			return nil, "", fmt.Errorf("admit %s: %w", line.SKU, err)
+		}
+		left, aerr := avail.Int64()
+		admitted := aerr == nil && count.Val() <= left
+		if admitted {
+			a.lines = append(a.lines, line)
+			l.hold(r, line.SKU, line.Qty)
+			continue
+		}
+		// Not counted after all. The transaction above just set both keys and the lease: the field is
+		// this process's and cannot be reaped meanwhile.
+		_, err = r.rdb.TxPipelined(undo, func(p redis.Pipeliner) error {
+			p.DecrBy(undo, key, line.Qty)
+			p.HIncrBy(undo, by, l.owner, -line.Qty)
+			return nil
+		})
+		if err != nil {
+			a.Done(undo)
+			return nil, "", fmt.Errorf("admit %s: undo: %w", line.SKU, err)
+		}
+		switch {
+		case errors.Is(aerr, redis.Nil):
+			// Not loaded: admitted uncounted (the workflow fails closed).
+		case aerr != nil:
+			a.Done(undo)
+			return nil, "", fmt.Errorf("admit %s: %w", line.SKU, aerr)
+		default:
+			a.Done(undo)
+			r.reapSoon(line.SKU)
+			return nil, line.SKU, nil
+		}
+	}
+	return a, "", nil
+}
+
+// Done takes the admitted units off the counts; what cannot be taken off now (Redis unreachable) the
+// heartbeat retries while this process lives. Done may be called more than once and concurrently.
+func (a *Admission) Done(ctx context.Context) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	lines := a.lines
+	a.lines = nil
+	a.mu.Unlock()
+	r := a.rs
+	l := r.leases()
+	for _, line := range lines {
+		err := r.unadmitLine(ctx, line.SKU, line.Qty)
+		l.release(line.SKU, line.Qty, err != nil)
+	}
+}
+
+// unadmitLine takes qty off this process's field of sku and off the total (unadmit.lua: never more than the
+// field has, so nothing is taken off twice after a reap).
+func (r *Gate) unadmitLine(ctx context.Context, sku string, qty int64) error {
+	keys := []string{r.rs.AdmittingKey(sku), r.rs.AdmittersKey(sku)}
+	return unadmitScript.Run(ctx, r.rdb, keys, qty, r.leases().owner).Err()
+}
+
+// hold notes units this process counts, and starts its heartbeat when it had none.
+func (l *admissionLeases) hold(r *Gate, sku string, qty int64) {
+	l.mu.Lock()
+	l.held[sku] += qty
+	start := !l.beating && !l.killed
+	l.beating = l.beating || start
+	l.mu.Unlock()
+	if start {
+		go r.heartbeat()
+	}
+}
+
+// release notes units this process no longer counts; owed when Done could not take them off in Redis.
+func (l *admissionLeases) release(sku string, qty int64, owed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[sku] -= qty; l.held[sku] <= 0 {
+		delete(l.held, sku)
+	}
+	if owed {
+		l.owed[sku] += qty
+	}
+}
+
+// heartbeat renews this process's lease of every SKU it counts units of, every renew, and retries what Done
+// owes; it ends when there is neither.
+func (r *Gate) heartbeat() {
+	l := r.leases()
+	tick := time.NewTicker(l.renew)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		if len(l.held) == 0 && len(l.owed) == 0 {
+			l.beating = false
+			l.mu.Unlock()
+			return
+		}
+		skus := make([]string, 0, len(l.held))
+		for sku := range l.held {
+			skus = append(skus, sku)
+		}
+		owed := maps.Clone(l.owed)
+		l.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), l.lease)
+		_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, sku := range skus {
+				p.Set(ctx, r.rs.AdmissionLeaseKey(sku, l.owner), 1, l.lease)
+			}
+			return nil
+		}) // a failed renewal is retried at the next tick; the lease outlives several
+		for sku, qty := range owed {
+			if r.unadmitLine(ctx, sku, qty) == nil {
+				l.mu.Lock()
+				if l.owed[sku] -= qty; l.owed[sku] <= 0 {
+					delete(l.owed, sku)
+				}
+				l.mu.Unlock()
+			}
+		}
+		cancel()
+	}
+}
+
+// reapSoon reaps sku in the background unless this process did within reap or is doing it now: a refusal
+// is when a dead process's units matter.
+func (r *Gate) reapSoon(sku string) {
+	l := r.leases()
+	now := time.Now()
+	l.mu.Lock()
+	if l.reaping[sku] || now.Sub(l.lastReap[sku]) < l.reap {
+		l.mu.Unlock()
+		return
+	}
+	l.reaping[sku], l.lastReap[sku] = true, now
+	l.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+		defer cancel()
+		_, _ = r.ReapAdmissions(ctx, sku) // the next refusal tries again
+		l.mu.Lock()
+		delete(l.reaping, sku)
+		l.mu.Unlock()
+	}()
+}
+
+var reapAdmissions = redis.NewScript(`
+for i, owner in ipairs(ARGV) do
+  if redis.call('EXISTS', KEYS[2 + i]) == 0 then
+    redis.call('HDEL', KEYS[2], owner)
+  end
+end
+local total = 0
+local fields = redis.call('HGETALL', KEYS[2])
+for i = 1, #fields, 2 do
+  local n = tonumber(fields[i + 1])
+  if n > 0 then
+    total = total + n
+  else
+    redis.call('HDEL', KEYS[2], fields[i])
+  end
+end
+if total > 0 then
+  redis.call('SET', KEYS[1], total, 'KEEPTTL')
+else
+  redis.call('DEL', KEYS[1], KEYS[2])
+end
+return total`)
+
+// ReapAdmissions drops the counts of sku's owners whose lease is gone (processes that died) and recounts the
+// total from the owners left, which it returns. Two round trips: the owners, then a script given their lease
+// keys (so every key it touches is declared, as Redis Cluster requires).
+func (r *Gate) ReapAdmissions(ctx context.Context, sku string) (int64, error) {
+	owners, err := r.rdb.HKeys(ctx, r.rs.AdmittersKey(sku)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("reap admissions %s: %w", sku, err)
+	}
+	keys := []string{r.rs.AdmittingKey(sku), r.rs.AdmittersKey(sku)}
+	args := make([]any, len(owners))
+	for i, o := range owners {
+		keys = append(keys, r.rs.AdmissionLeaseKey(sku, o))
+		args[i] = o
+	}
+	n, err := reapAdmissions.Run(ctx, r.rdb, keys, args...).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("reap admissions %s: %w", sku, err)
+	}
+	return n, nil
+}
+
+// Admitting returns the units of sku counted as being placed right now.
+func (r *Gate) Admitting(ctx context.Context, sku string) (int64, error) {
+	n, err := r.rdb.Get(ctx, r.rs.AdmittingKey(sku)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("admitting %s: %w", sku, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,153 @@
+package admission_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/admission"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/testenv"
+)
+
+// The admission times of the lease tests: production's are seconds (see Admit), these a fraction.
+const (
+	testLease = time.Second
+	testRenew = 100 * time.Millisecond
+	testReap  = 100 * time.Millisecond
+)
+
+// admissionProcesses returns n admission gates on one Redis, as n API processes would have, and advance, which
+// lets d pass for Redis's expiries and for the processes' heartbeats alike (real time, and on miniredis its
+// clock too), in steps of testRenew.
+func admissionProcesses(t *testing.T, n int) ([]*admission.Gate, func(d time.Duration)) {
+	t.Helper()
+	var (
+		rdb    redis.UniversalClient
+		prefix string
+		mr     *miniredis.Miniredis
+	)
+	if testenv.RealRedis() {
+		rdb, prefix = testenv.RedisClient(t)
+	} else {
+		mr = miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { c.Close() })
+		rdb = c
+	}
+	procs := make([]*admission.Gate, n)
+	for i := range procs {
+		procs[i] = admission.New(redisstock.New(rdb, prefix, 0))
+		procs[i].SetAdmissionTimes(testLease, testRenew, testReap)
+		t.Cleanup(procs[i].Kill)
+	}
+	advance := func(d time.Duration) {
+		for ; d > 0; d -= testRenew {
+			if mr != nil {
+				mr.FastForward(min(d, testRenew))
+			}
+			time.Sleep(min(d, testRenew))
+		}
+	}
+	return procs, advance
+}
+
+// TestAdmitLeases: the units an API process counted stay counted exactly as long as it lives. While it is
+// alive nothing expires them, however long its placements take and however many refused buyers retry; once
+// it dies (its Done never runs, its heartbeat stops) the buyers who keep retrying get its units within about
+// one lease, whether they are refused by Admit or by the fast path's round trip.
+func TestAdmitLeases(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// refused reports whether a buyer of one unit on proc is refused now.
+		refused func(t *testing.T, proc *admission.Gate, sku string) bool
+	}{
+		{"refused_by_admit", func(t *testing.T, proc *admission.Gate, sku string) bool {
+			adm, refusedSKU, err := proc.Admit(context.Background(), []ordersaga.Line{{SKU: sku, Qty: 1}}, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			adm.Done(context.Background())
+			return refusedSKU == sku
+		}},
+		{"gated_by_the_fast_path", func(t *testing.T, proc *admission.Gate, sku string) bool {
+			c, err := proc.CheckOrder(context.Background(), "m-buyer", []ordersaga.Line{{SKU: sku, Qty: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.Gate()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			procs, advance := admissionProcesses(t, 3)
+			a, b, buyers := procs[0], procs[1], procs[2]
+			const sku = "LEASE-1"
+			if err := a.Stock().SetAvailable(ctx, sku, 3); err != nil {
+				t.Fatal(err)
+			}
+			token, err := a.BeginClaimsBackfill(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			finishBackfill(t, a, token)
+			admitting := func(want int64) {
+				t.Helper()
+				if n, err := a.Admitting(ctx, sku); err != nil || n != want {
+					t.Fatalf("admitting %d %v, want %d", n, err, want)
+				}
+			}
+			// A places one unit and B two; both stay alive and neither is done.
+			admA := mustAdmit(t, a, sku, 1)
+			mustAdmit(t, b, sku, 2)
+			for waited := time.Duration(0); waited < 3*testLease; waited += testRenew {
+				if !tc.refused(t, buyers, sku) {
+					t.Fatalf("a buyer was let in after %v while A and B are alive and place every unit", waited)
+				}
+				advance(testRenew)
+			}
+			admitting(3)
+
+			// B dies: the buyers who keep retrying get its two units within about a lease.
+			b.Kill()
+			var waited time.Duration
+			for ; tc.refused(t, buyers, sku); waited += testRenew {
+				if waited > testLease+10*testRenew {
+					t.Fatalf("still refused %v after B died (lease %v): a dead process's count outlives it", waited, testLease)
+				}
+				advance(testRenew)
+			}
+			t.Logf("B's units were free again %v after it died (lease %v)", waited, testLease)
+			admitting(1)
+
+			// A is alive: its unit stays counted however long it places it.
+			admC := mustAdmit(t, buyers, sku, 1)
+			for range 3 * testLease / testRenew {
+				advance(testRenew)
+				if adm, refusedSKU, err := buyers.Admit(ctx, []ordersaga.Line{{SKU: sku, Qty: 2}}, time.Minute); err != nil || refusedSKU != sku {
+					t.Fatalf("an order of 2 with A's and C's units placed: %v %q %v, want refused", adm, refusedSKU, err)
+				}
+			}
+			admitting(2)
+			admA.Done(ctx)
+			admC.Done(ctx)
+			admitting(0)
+		})
+	}
+}
+
+// mustAdmit admits qty units of sku on proc.
+func mustAdmit(t *testing.T, proc *admission.Gate, sku string, qty int64) *admission.Admission {
+	t.Helper()
+	adm, refused, err := proc.Admit(context.Background(), []ordersaga.Line{{SKU: sku, Qty: qty}}, time.Minute)
+	if err != nil || refused != "" || adm == nil {
+		t.Fatalf("admit %d of %s: %v %q %v, want admitted", qty, sku, adm, refused, err)
+	}
+	return adm
+}

@@ -1,0 +1,467 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
+)
+
+// Summary is what one reconciliation run found and did (the workflow's result).
+type Summary struct {
+	SKUs       int   // SKUs checked
+	Drifted    int   // SKUs whose counter differed from the truth (missing counters included)
+	DriftUnits int64 // Σ |redis.available − truth| over the loaded counters
+	OverUnits  int64 // the part where Redis promised more than the truth
+	UnderUnits int64 // the part where Redis promised less
+
+	AvailRepaired int // counters set to the truth
+	Loaded        int // missing counters loaded
+	Raced         int // SKUs whose counter could not be compared-and-set because Redis kept moving
+
+	StrayHolds         int
+	MarkersWithoutHold int
+	HoldsConfirmed     int
+	HoldsReleased      int
+	LeakedOrders       int
+	LeakedUnits        int64
+	Resynced           int
+	LeftAlone          int // holds and orders left alone: younger than the grace period, or their workflow runs
+	Anomalies          int // rows written to stock_anomalies
+}
+
+// Add adds another summary's counts.
+func (s *Summary) Add(o Summary) {
+	s.SKUs += o.SKUs
+	s.Drifted += o.Drifted
+	s.DriftUnits += o.DriftUnits
+	s.OverUnits += o.OverUnits
+	s.UnderUnits += o.UnderUnits
+	s.AvailRepaired += o.AvailRepaired
+	s.Loaded += o.Loaded
+	s.Raced += o.Raced
+	s.StrayHolds += o.StrayHolds
+	s.MarkersWithoutHold += o.MarkersWithoutHold
+	s.HoldsConfirmed += o.HoldsConfirmed
+	s.HoldsReleased += o.HoldsReleased
+	s.LeakedOrders += o.LeakedOrders
+	s.LeakedUnits += o.LeakedUnits
+	s.Resynced += o.Resynced
+	s.LeftAlone += o.LeftAlone
+	s.Anomalies += o.Anomalies
+}
+
+// Repairs counts every change the run made.
+func (s Summary) Repairs() int {
+	return s.AvailRepaired + s.Loaded + s.StrayHolds + s.MarkersWithoutHold + s.HoldsConfirmed + s.HoldsReleased + s.LeakedOrders
+}
+
+func (s Summary) String() string {
+	return fmt.Sprintf("skus=%d drifted=%d drift_units=%d (over %d, under %d) repairs=%d: avail_set=%d loaded=%d "+
+		"stray_holds=%d markers_without_hold=%d holds_confirmed=%d holds_released=%d leaked_orders=%d (%d units) "+
+		"resynced=%d raced=%d left_alone=%d anomalies=%d",
+		s.SKUs, s.Drifted, s.DriftUnits, s.OverUnits, s.UnderUnits, s.Repairs(), s.AvailRepaired, s.Loaded,
+		s.StrayHolds, s.MarkersWithoutHold, s.HoldsConfirmed, s.HoldsReleased, s.LeakedOrders, s.LeakedUnits,
+		s.Resynced, s.Raced, s.LeftAlone, s.Anomalies)
+}
+
+// OrderProbe tells whether an order's workflow has ended. Reconciliation only touches an order the database
+// shows open, or a hold, once its workflow is gone.
+type OrderProbe interface {
+	// OrderWorkflowGone reports whether the order's workflow is closed or unknown, and its status for the record.
+	OrderWorkflowGone(ctx context.Context, orderID string) (gone bool, status string, err error)
+}
+
+// Reconciler compares Redis with the database and repairs Redis to the database's truth (docs/design.md: the
+// DB wins). Every write is a Lua script that re-checks what it was computed from, so it never races an order.
+type Reconciler struct {
+	Redis *redisstock.Store
+	Store *sqlstore.Store
+	Probe OrderProbe // nil: no order is ever treated as gone
+	Log   Logger     // nil: no log
+	// Grace: holds and open orders younger than this are left alone (their workflow may be about to act).
+	Grace time.Duration
+	RunID string
+}
+
+// maxCASAttempts bounds the compare-and-set retries of one counter in one run.
+const maxCASAttempts = 3
+
+// Logger is what the Reconciler logs to: Temporal's activity logger or a *slog.Logger.
+type Logger interface {
+	Warn(msg string, keyvals ...any)
+}
+
+func (r *Reconciler) logger() Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// SKU reconciles one SKU: per-order fixes of holds and markers first, then the counter. resync is the SKU's
+// re-sync mark.
+func (r *Reconciler) SKU(ctx context.Context, sku string, resync sqlstore.Resync) (Summary, []sqlstore.Anomaly, error) {
+	sum := Summary{SKUs: 1}
+	var found []sqlstore.Anomaly
+	note := func(a sqlstore.Anomaly) {
+		a.RunID, a.SKU = r.RunID, sku
+		found = append(found, a)
+	}
+	if err := r.fixHolds(ctx, sku, &sum, note); err != nil {
+		return sum, found, err
+	}
+	if err := r.fixAvail(ctx, sku, resync, &sum, note); err != nil {
+		return sum, found, err
+	}
+	sum.Anomalies = len(found)
+	return sum, found, nil
+}
+
+// fixHolds makes the holds hash and the 'H' markers agree, then ends the old holds of orders that are closed,
+// deducted or unknown.
+func (r *Reconciler) fixHolds(ctx context.Context, sku string, sum *Summary, note func(sqlstore.Anomaly)) error {
+	markers, err := r.Redis.Markers(ctx, sku)
+	if err != nil {
+		return err
+	}
+	raw, err := r.Redis.RawHolds(ctx, sku)
+	if err != nil {
+		return err
+	}
+	live := map[string]string{} // order -> 'H' marker, for holds that agree with their marker
+	for _, order := range slices.Sorted(maps.Keys(raw)) {
+		m := markers[order].Value
+		if strings.HasPrefix(m, "H:") {
+			live[order] = m
+			continue
+		}
+		done, err := r.Redis.RepairHold(ctx, sku, order, redisstock.HoldDrop, m, raw[order])
+		if err != nil {
+			return err
+		}
+		if done {
+			sum.StrayHolds++
+			note(sqlstore.Anomaly{OrderID: order, Kind: sqlstore.KindStrayHold, Observed: parseQty(raw[order]), Action: sqlstore.ActionDropped,
+				Detail: fmt.Sprintf("hold %q with marker %q", raw[order], m)})
+		}
+	}
+	for _, order := range slices.Sorted(maps.Keys(markers)) {
+		m := markers[order].Value
+		if _, held := raw[order]; held || !strings.HasPrefix(m, "H:") {
+			continue
+		}
+		done, err := r.Redis.RepairHold(ctx, sku, order, redisstock.HoldReadd, m, "")
+		if err != nil {
+			return err
+		}
+		if done {
+			sum.MarkersWithoutHold++
+			live[order] = m
+			note(sqlstore.Anomaly{OrderID: order, Kind: sqlstore.KindMarkerWithoutHold, Observed: parseQty(m[2:]), Action: sqlstore.ActionHoldReadded,
+				Detail: "marker " + m + " had no hold"})
+		}
+	}
+
+	var old []string
+	for _, order := range slices.Sorted(maps.Keys(live)) {
+		if markers[order].Age >= r.Grace {
+			old = append(old, order)
+		} else {
+			sum.LeftAlone++
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	facts, err := r.Store.OrderFacts(ctx, sku, old)
+	if err != nil {
+		return err
+	}
+	for _, order := range old {
+		m, f := live[order], facts[order]
+		var action redisstock.HoldAction
+		var kind, detail string
+		switch {
+		case f.Standing():
+			action, kind = redisstock.HoldConfirm, sqlstore.KindHoldDeducted
+			detail = fmt.Sprintf("order %s: DB deduct of %d stands", f.Status, f.Deducted)
+		case f.Status.Final():
+			action, kind = redisstock.HoldRelease, sqlstore.KindHoldClosedOrder
+			detail = fmt.Sprintf("order %s, no standing deduct", f.Status)
+		case f.Status == "":
+			gone, wf, err := r.gone(ctx, order)
+			if err != nil {
+				return err
+			}
+			if !gone {
+				sum.LeftAlone++
+				continue
+			}
+			action, kind = redisstock.HoldRelease, sqlstore.KindHoldUnknownOrder
+			detail = "order not in the database; workflow " + wf
+		default:
+			// Open in the database with its deduct restored: a compensation in progress, or a leaked order
+			// that the leak pass closes (restore, then release, then record).
+			sum.LeftAlone++
+			continue
+		}
+		done, err := r.Redis.RepairHold(ctx, sku, order, action, m, m[2:])
+		if err != nil {
+			return err
+		}
+		if !done {
+			continue // the order moved on by itself
+		}
+		act := sqlstore.ActionReleased
+		if action == redisstock.HoldConfirm {
+			act = sqlstore.ActionConfirmed
+			sum.HoldsConfirmed++
+		} else {
+			sum.HoldsReleased++
+		}
+		note(sqlstore.Anomaly{OrderID: order, Kind: kind, Observed: parseQty(m[2:]), Action: act, Detail: detail})
+	}
+	return nil
+}
+
+func (r *Reconciler) gone(ctx context.Context, orderID string) (bool, string, error) {
+	if r.Probe == nil {
+		return false, "", nil
+	}
+	gone, status, err := r.Probe.OrderWorkflowGone(ctx, orderID)
+	if err != nil {
+		return false, "", fmt.Errorf("probe order %s: %w", orderID, err)
+	}
+	return gone, status, nil
+}
+
+// fixAvail compares the counter with the truth and sets it with a compare-and-set, retrying when Redis moved.
+func (r *Reconciler) fixAvail(ctx context.Context, sku string, mark sqlstore.Resync, sum *Summary, note func(sqlstore.Anomaly)) error {
+	resync := mark != sqlstore.ResyncNone
+	var res redisstock.AvailRepair
+	for attempt := 1; ; attempt++ {
+		var err error
+		res, err = measureAndRepair(ctx, r.Redis, r.Store, sku, redisstock.ModeRepair)
+		if errors.Is(err, ordersaga.ErrUnknownSKU) {
+			return nil // deleted since the page was read
+		}
+		if err != nil {
+			return err
+		}
+		if res.Code != redisstock.Raced || attempt == maxCASAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		}
+	}
+	drift := res.Before - res.Target
+	kind := sqlstore.KindAvailOver
+	if drift < 0 {
+		kind = sqlstore.KindAvailUnder
+	}
+	if resync {
+		kind = sqlstore.KindResync
+	}
+	switch res.Code {
+	case redisstock.InLine:
+	case redisstock.Loaded:
+		sum.Drifted++
+		sum.Loaded++
+		k := sqlstore.KindNotLoaded
+		if resync {
+			k = sqlstore.KindResync
+		}
+		note(sqlstore.Anomaly{Kind: k, Expected: i64(res.Target), Action: sqlstore.ActionLoaded, Detail: "counter was missing"})
+	case redisstock.Raced:
+		// Redis changed while the truth was read, on every attempt: what was seen may be an order in flight,
+		// not drift, so it is neither counted as drift nor written down; the next run looks again.
+		sum.Raced++
+		r.logger().Warn("reconcile: counter kept moving under the compare-and-set; left for the next run",
+			"sku", sku, "attempts", maxCASAttempts, "seen_drift", drift)
+		return nil
+	case redisstock.Repaired:
+		sum.Drifted++
+		sum.DriftUnits += abs(drift)
+		if drift > 0 {
+			sum.OverUnits += drift
+		} else {
+			sum.UnderUnits -= drift
+		}
+		sum.AvailRepaired++
+		note(sqlstore.Anomaly{Kind: kind, Expected: i64(res.Target), Observed: i64(res.Before), Action: sqlstore.ActionSetAvail,
+			Detail: fmt.Sprintf("drift %+d", drift)})
+	}
+	if mark == sqlstore.ResyncClear {
+		sum.Resynced++
+		note(sqlstore.Anomaly{Kind: sqlstore.KindResync, Expected: i64(res.Target), Action: sqlstore.ActionResynced,
+			Detail: "counter in line with the database after the Redis-down fallback"})
+	}
+	return nil
+}
+
+// measureAndRepair is one compare-and-set of a SKU's counter:
+//  1. the ledger watermark (highest row ID of the SKU), read first;
+//  2. the Redis snapshot (counter, holds and version, one MULTI);
+//  3. the database snapshot: db.stock, the ledger rows of the held orders and every row above the watermark,
+//     and the orders restored but maybe not released yet;
+//  4. repair_avail.lua recomputes the target from the holds and markers as they are when it runs and, in
+//     repair mode, writes it only if the counter and the version still equal the snapshot (else: raced).
+//
+// Why this cannot race an order: an equal version means no reserve, confirm or release of the SKU ran
+// between steps 2 and 4, so Redis is exactly as snapshotted. The order events that reach only the database
+// in that time are a deduct of a held order and a restore whose release has not run yet; neither moves the
+// target (a deduct moves units from "held, still counted by the DB" to "taken by the DB", a restore the
+// other way), so the truth read in step 3 is the truth at step 4. An order that reserved before step 2 but
+// deducted after the watermark is found by its order ID (its hold is in the snapshot). What the argument
+// does not cover is stock that changes in the database alone between steps 3 and 4 (an admin stock change,
+// or a deduct on the Redis-down path); such a repair is off by that change until the next run.
+func measureAndRepair(ctx context.Context, rs *redisstock.Store, store *sqlstore.Store, sku string, mode redisstock.Mode) (redisstock.AvailRepair, error) {
+	wm, err := store.MaxLedgerID(ctx, sku)
+	if err != nil {
+		return redisstock.AvailRepair{}, err
+	}
+	snap, err := rs.Snapshot(ctx, sku)
+	if err != nil {
+		return redisstock.AvailRepair{}, err
+	}
+	truth, err := store.ReadSKUTruth(ctx, sku, wm, slices.Sorted(maps.Keys(snap.Holds)))
+	if err != nil {
+		return redisstock.AvailRepair{}, err
+	}
+	if !truth.Known {
+		return redisstock.AvailRepair{}, fmt.Errorf("reconcile %s: %w", sku, ordersaga.ErrUnknownSKU)
+	}
+	return rs.RepairAvail(ctx, sku, mode, truth, snap)
+}
+
+// Leaks finds unpaid open orders older than the grace period whose workflow is gone, and finishes them with
+// CloseGone: the close and the DB restore in one transaction under the order's row lock (a payment that
+// commits first wins and nothing is restored), then the Redis release. It pages by order ID, writes each
+// order's stock_anomalies rows as it closes it, and returns them too.
+// progress, when set, is called after each order with the cursor and the summary so far.
+func (r *Reconciler) Leaks(ctx context.Context, now time.Time, after string, limit int,
+	progress func(after string, s Summary)) (Summary, []sqlstore.Anomaly, string, bool, error) {
+	var sum Summary
+	var found []sqlstore.Anomaly
+	if r.Probe == nil {
+		return sum, nil, "", true, nil
+	}
+	page, err := r.Store.OpenOrdersBefore(ctx, now.Add(-r.Grace), after, limit)
+	if err != nil {
+		return sum, nil, after, false, err
+	}
+	for _, o := range page {
+		gone, wf, err := r.gone(ctx, o.OrderID)
+		if err != nil {
+			return sum, found, after, false, err
+		}
+		if !gone {
+			sum.LeftAlone++
+			after = o.OrderID
+			if progress != nil {
+				progress(after, sum)
+			}
+			continue
+		}
+		rows, units, err := r.closeLeaked(ctx, o, wf, now)
+		if err == nil {
+			err = r.Store.RecordAnomalies(ctx, rows)
+		}
+		if err != nil {
+			return sum, found, after, false, err
+		}
+		found = append(found, rows...)
+		if units > 0 {
+			sum.LeakedOrders++
+			sum.LeakedUnits += units
+		}
+		after = o.OrderID
+		if progress != nil {
+			progress(after, sum)
+		}
+	}
+	sum.Anomalies = len(found)
+	return sum, found, after, len(page) < limit, nil
+}
+
+func (r *Reconciler) closeLeaked(ctx context.Context, o sqlstore.OpenOrder, wf string, now time.Time) ([]sqlstore.Anomaly, int64, error) {
+	status, reason := ordersaga.StatusCancelled, "closed by reconciliation: workflow "+wf
+	if o.PayBy != nil && !o.PayBy.After(now) {
+		status, reason = ordersaga.StatusExpired, "payment deadline passed; "+reason
+	}
+	rec, restored, err := CloseGone(ctx, r.Store, r.Redis, o.OrderID, status, reason)
+	if err != nil {
+		return nil, 0, err
+	}
+	if rec.Status == ordersaga.StatusPaid {
+		// A payment committed before the close took the order's lock: its units stay sold.
+		r.logger().Warn("leaked order was paid meanwhile; nothing restored", "order_id", o.OrderID, "workflow", wf)
+		return nil, 0, nil
+	}
+	var rows []sqlstore.Anomaly
+	var units int64
+	for _, l := range restored {
+		detail := "workflow " + wf + ": "
+		switch {
+		case l.Qty > 0:
+			detail += fmt.Sprintf("restored %d", l.Qty)
+		case l.Duplicate:
+			detail += "already restored"
+		default:
+			detail += "nothing was deducted (tombstone)"
+		}
+		units += l.Qty
+		rows = append(rows, sqlstore.Anomaly{RunID: r.RunID, SKU: l.SKU, OrderID: o.OrderID, Kind: sqlstore.KindLeakedOrder,
+			Expected: i64(0), Observed: i64(l.Qty), Action: sqlstore.ActionRestored, Detail: detail})
+	}
+	r.logger().Warn("leaked order closed", "order_id", o.OrderID, "workflow", wf, "units_restored", units, "status", string(rec.Status))
+	return rows, units, nil
+}
+
+func parseQty(s string) *int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func i64(v int64) *int64 { return &v }
+
+// CloseGone closes an unpaid order whose workflow is gone and gives its stock back on both sides: the
+// database first (sqlstore.Store.CloseUnpaid: the close and the restore in one transaction under the order's
+// row lock, nothing given back when the order is PAID), then the Redis release of every restored line. It is
+// the one way both reconciliation's leaked-order repair and a cancel of an order Temporal no longer knows
+// finish an order, and it is safe to run again (every step is once-only).
+func CloseGone(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, orderID string, status ordersaga.Status, reason string) (ordersaga.OrderRecord, []ordersaga.RestoreLine, error) {
+	rec, restored, err := store.CloseUnpaid(ctx, orderID, status, reason)
+	if err != nil {
+		return ordersaga.OrderRecord{}, nil, err
+	}
+	for _, l := range restored {
+		if _, err := rs.Release(ctx, orderID, l.SKU); err != nil {
+			return ordersaga.OrderRecord{}, nil, fmt.Errorf("close %s: %w", orderID, err)
+		}
+	}
+	return rec, restored, nil
+}

@@ -1,0 +1,45 @@
+package redisstock
+
+// The key layout: every key of a SKU carries the SKU as its hash tag ({sku}), so one script's keys share a
+// slot and the scripts run unchanged on Redis Cluster. Every key is prefixed (New). The order API's admission
+// gate (internal/admission) keeps its keys here too, so the layout is read in one place.
+
+// AvailKey is the counter of units Redis may still promise for a SKU.
+func (r *Store) AvailKey(sku string) string { return r.prefix + "inv:{" + sku + "}:avail" }
+
+// HoldsKey is the hash order ID -> units held and not yet confirmed by the DB deduct.
+func (r *Store) HoldsKey(sku string) string { return r.prefix + "inv:{" + sku + "}:holds" }
+
+// MarkerKey is the per-order marker of a SKU: H:<qty> held, C:<qty> confirmed, R:<qty> released, T tombstone.
+func (r *Store) MarkerKey(sku, orderID string) string {
+	return r.prefix + "inv:{" + sku + "}:o:{" + orderID + "}"
+}
+
+// VersionKey counts the changes every script makes to a SKU's counter, holds and markers, so that
+// reconciliation's compare-and-set can tell "unchanged" from "changed and changed back" (repair_avail.lua).
+func (r *Store) VersionKey(sku string) string { return r.prefix + "inv:{" + sku + "}:ver" }
+
+// AdmittingKey counts the units of a SKU in orders the API is placing right now (admission.Gate.Admit).
+func (r *Store) AdmittingKey(sku string) string { return r.prefix + "inv:{" + sku + "}:admitting" }
+
+func (r *Store) keys(sku, orderID string) []string {
+	return []string{r.AvailKey(sku), r.HoldsKey(sku), r.MarkerKey(sku, orderID), r.VersionKey(sku)}
+}
+
+// ClaimKey is the marker of one idempotency key: the key has a row in idempotency_keys (admission).
+func (r *Store) ClaimKey(marker string) string { return r.prefix + "idem:" + marker }
+
+// ClaimsReadyKey says the idempotency-key markers are complete; ClaimsFillingKey holds the token of the
+// backfill that is completing them (one hash slot, for the compare-and-set).
+func (r *Store) ClaimsReadyKey() string { return r.prefix + "{idem}:ready" }
+
+// ClaimsFillingKey: see ClaimsReadyKey.
+func (r *Store) ClaimsFillingKey() string { return r.prefix + "{idem}:filling" }
+
+// AdmittersKey is the hash owner -> units of a SKU counted by that owner's placements (admission).
+func (r *Store) AdmittersKey(sku string) string { return r.AdmittingKey(sku) + ":by" }
+
+// AdmissionLeaseKey is one API process's lease on its admission counts of a SKU.
+func (r *Store) AdmissionLeaseKey(sku, owner string) string {
+	return r.AdmittingKey(sku) + ":lease:" + owner
+}

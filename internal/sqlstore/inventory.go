@@ -1,0 +1,180 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+	"gorm.io/gorm"
+)
+
+// InventoryRow is one SKU of the inventory table.
+type InventoryRow struct {
+	SKU        string
+	Stock      int64
+	PriceCents int64
+	UpdatedAt  time.Time
+}
+
+// KnownSKUs returns which of the SKUs exist in the inventory table.
+func (s *Store) KnownSKUs(ctx context.Context, skus []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(skus))
+	if len(skus) == 0 {
+		return out, nil
+	}
+	var found []string
+	if err := s.db.WithContext(ctx).Raw("SELECT sku FROM inventory WHERE sku IN ?", skus).Scan(&found).Error; err != nil {
+		return nil, fmt.Errorf("known skus: %w", err)
+	}
+	for _, sku := range found {
+		out[sku] = true
+	}
+	return out, nil
+}
+
+// SetInventory creates or replaces a SKU's stock and price (admin and seeding; not for orders).
+func (s *Store) SetInventory(ctx context.Context, sku string, stock, priceCents int64) error {
+	if sku == "" {
+		return errors.New("set inventory: sku is empty")
+	}
+	if priceCents < 0 {
+		return fmt.Errorf("set inventory %s: price_cents must not be negative (got %d)", sku, priceCents)
+	}
+	if err := ordersaga.CheckStock(sku, stock); err != nil {
+		return fmt.Errorf("set inventory %w", err)
+	}
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		res := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, updated_at = ? WHERE sku = ?", stock, priceCents, now, sku)
+		if res.Error != nil {
+			return fmt.Errorf("set inventory %s: %w", sku, res.Error)
+		}
+		if res.RowsAffected > 0 {
+			return nil
+		}
+		var n int64
+		if err := tx.Raw("SELECT COUNT(*) FROM inventory WHERE sku = ?", sku).Scan(&n).Error; err != nil {
+			return fmt.Errorf("set inventory %s: %w", sku, err)
+		}
+		if n > 0 { // MySQL reports 0 rows affected when nothing changed
+			return nil
+		}
+		if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, updated_at) VALUES (?, ?, ?, ?)",
+			sku, stock, priceCents, now).Error; err != nil {
+			return fmt.Errorf("set inventory %s: %w", sku, err)
+		}
+		return nil
+	})
+}
+
+// Inventory reads one SKU; ordersaga.ErrNotFound when it does not exist.
+func (s *Store) Inventory(ctx context.Context, sku string) (InventoryRow, error) {
+	var rows []InventoryRow
+	if err := s.db.WithContext(ctx).Raw("SELECT sku, stock, price_cents, updated_at FROM inventory WHERE sku = ?", sku).
+		Scan(&rows).Error; err != nil {
+		return InventoryRow{}, fmt.Errorf("inventory %s: %w", sku, err)
+	}
+	if len(rows) == 0 {
+		return InventoryRow{}, fmt.Errorf("inventory %s: %w", sku, ordersaga.ErrNotFound)
+	}
+	return rows[0], nil
+}
+
+// Locked is one SKU's inventory row, locked by a transaction: no deduct or restore of the SKU commits until
+// the transaction ends, so what it reads of the SKU stays the truth while the caller acts on it (the admin
+// stock set and the load of Redis from the database, reconcile.LoadStock).
+type Locked struct {
+	s     *Store
+	tx    *gorm.DB
+	SKU   string
+	Stock int64 // the row's stock, as this transaction wrote or read it
+}
+
+// Truth reads the SKU's truth as the locked transaction sees it: the watermark, then the ledger rows of the
+// given orders (the holds Redis shows) and of every order that moved since.
+func (l *Locked) Truth(held []string) (ordersaga.SKUTruth, error) {
+	// No deduct or restore of the SKU commits while the row is locked, so the watermark finds no later rows.
+	wm, err := maxLedgerIDIn(l.tx, l.SKU)
+	if err != nil {
+		return ordersaga.SKUTruth{}, err
+	}
+	truth, err := l.s.skuTruthIn(l.tx, l.SKU, wm, held)
+	if err != nil {
+		return ordersaga.SKUTruth{}, fmt.Errorf("truth %s: %w", l.SKU, err)
+	}
+	if !truth.Known {
+		return ordersaga.SKUTruth{}, fmt.Errorf("truth %s: %w", l.SKU, ordersaga.ErrNotFound)
+	}
+	return truth, nil
+}
+
+// lockSKU locks the SKU's inventory row in tx and returns its stock (found false when there is no row). The
+// lock comes before any other read: on MySQL the first plain read fixes the transaction's snapshot, which
+// must not predate a deduct or restore that committed before the lock.
+func (s *Store) lockSKU(tx *gorm.DB, sku string) (stock int64, found bool, err error) {
+	var row []int64
+	if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&row).Error; err != nil {
+		return 0, false, fmt.Errorf("lock %s: %w", sku, err)
+	}
+	if len(row) == 0 {
+		return 0, false, nil
+	}
+	return row[0], true, nil
+}
+
+// WithSKULocked runs fn in a transaction that holds the SKU's inventory row; ordersaga.ErrNotFound (wrapped)
+// when the SKU does not exist, without calling fn.
+func (s *Store) WithSKULocked(ctx context.Context, sku string, fn func(l *Locked) error) error {
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		stock, found, err := s.lockSKU(tx, sku)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return fmt.Errorf("%s: %w", sku, ordersaga.ErrNotFound)
+		}
+		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: stock})
+	})
+}
+
+// SetInventoryLocked sets a SKU's stock and price (creating the SKU) and runs fn in the same transaction,
+// under the row's lock, before the commit. lower is the lower of the old and the new stock (0 for a new SKU:
+// nothing was for sale), what may be promised until the commit. touched reports whether the row was
+// written (the transaction may still have failed after).
+func (s *Store) SetInventoryLocked(ctx context.Context, sku string, stock, priceCents int64, fn func(l *Locked, lower int64) error) (touched bool, err error) {
+	if sku == "" {
+		return false, errors.New("set stock: sku is empty")
+	}
+	if err := ordersaga.CheckStock(sku, stock); err != nil {
+		return false, fmt.Errorf("set stock %w", err)
+	}
+	if priceCents < 0 {
+		return false, fmt.Errorf("set stock %s: price_cents must not be negative (got %d)", sku, priceCents)
+	}
+	err = s.inTx(ctx, func(tx *gorm.DB) error {
+		now := s.now()
+		cur, found, err := s.lockSKU(tx, sku)
+		if err != nil {
+			return fmt.Errorf("set stock: %w", err)
+		}
+		lower := stock
+		if !found {
+			lower = 0
+			if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, updated_at) VALUES (?, ?, ?, ?)",
+				sku, stock, priceCents, now).Error; err != nil {
+				return fmt.Errorf("set stock %s: %w", sku, err)
+			}
+		} else {
+			lower = min(lower, cur)
+			if err := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, updated_at = ? WHERE sku = ?",
+				stock, priceCents, now, sku).Error; err != nil {
+				return fmt.Errorf("set stock %s: %w", sku, err)
+			}
+		}
+		touched = true
+		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: stock}, lower)
+	})
+	return touched, err
+}

@@ -1,0 +1,246 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// The money ledger (docs/payments.md): the payments table read as an accountant reads it. Every payment event
+// the provider captured is one row; the rule is that a row is a refund iff refunded_at is set (results
+// refunded and rejected_amount, recorded with the refund in the same insert), and an applied row without
+// refunded_at is money kept for a PAID order. A refund is also an outbox entry for the provider's adapter:
+// refund_sent_at is NULL until the adapter has handed it to the provider.
+
+// DayLayout is how a money day is written: a UTC calendar day.
+const DayLayout = "2006-01-02"
+
+// maxMoneyDays bounds a range of days read at once.
+const maxMoneyDays = 366
+
+// ErrNotARefund means the payment event exists but is not a refund (it was applied).
+var ErrNotARefund = errors.New("payment is not a refund")
+
+// PaymentEntry is one payments row with its refund state.
+type PaymentEntry struct {
+	ID int64 // insert order: the ledger's and the outbox's order
+	ordersaga.PaymentRecord
+	// RefundSentAt is when the provider's adapter marked the refund sent (nil: not yet, or not a refund).
+	RefundSentAt *time.Time
+	// RefundRef is what the provider called the refund, as the adapter reported it ("" when unknown).
+	RefundRef string
+}
+
+// Refund reports whether the payment is refunded (captured and given back).
+func (e PaymentEntry) Refund() bool { return e.RefundedAt != nil }
+
+// Kept reports whether the payment is money kept for its order (applied and not refunded).
+func (e PaymentEntry) Kept() bool { return e.Result == ordersaga.PaymentApplied && e.RefundedAt == nil }
+
+// MoneyTotals is one day's money in one currency, in minor units. Every payment is counted on the UTC day it
+// was recorded (created_at); a refund is recorded with its payment, so it falls on the same day.
+type MoneyTotals struct {
+	Day      string `json:"day"`
+	Currency string `json:"currency"`
+	// Captured is every payment event the provider captured; Applied the part kept for PAID orders;
+	// Refunded the part given back (refunded and rejected_amount); Unsettled the rest, which must be 0.
+	Captured  int64 `json:"captured_cents"`
+	Applied   int64 `json:"applied_cents"`
+	Refunded  int64 `json:"refunded_cents"`
+	Unsettled int64 `json:"unsettled_cents"`
+	// The same as counts of payment events.
+	CapturedN  int64 `json:"captured"`
+	AppliedN   int64 `json:"applied"`
+	RefundedN  int64 `json:"refunded"`
+	UnsettledN int64 `json:"unsettled"`
+	// RefundsUnsent counts the day's refunds the provider's adapter has not marked sent yet.
+	RefundsUnsent int64 `json:"refunds_unsent"`
+}
+
+// Balanced reports whether captured = applied + refunded, to the cent.
+func (t MoneyTotals) Balanced() bool { return t.Captured == t.Applied+t.Refunded }
+
+// DayStart is the UTC midnight that starts t's day.
+func DayStart(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// ParseDay reads a day written as DayLayout.
+func ParseDay(s string) (time.Time, error) {
+	t, err := time.Parse(DayLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("day %q: want YYYY-MM-DD: %w", s, err)
+	}
+	return t, nil
+}
+
+// moneyDays lists the UTC days from from's to to's, both included.
+func moneyDays(from, to time.Time) ([]time.Time, error) {
+	first, last := DayStart(from), DayStart(to)
+	if last.Before(first) {
+		return nil, fmt.Errorf("days %s to %s: the range ends before it starts", first.Format(DayLayout), last.Format(DayLayout))
+	}
+	var out []time.Time
+	for d := first; !d.After(last); d = d.AddDate(0, 0, 1) {
+		if len(out) == maxMoneyDays {
+			return nil, fmt.Errorf("days %s to %s: more than %d days", first.Format(DayLayout), last.Format(DayLayout), maxMoneyDays)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+const paymentEntryColumns = `id, event_id, order_id, amount_cents, currency, result, detail, refunded_at, created_at,
+	refund_sent_at, refund_ref`
+
+type paymentEntryRow struct {
+	ID           int64
+	EventID      string
+	OrderID      string
+	AmountCents  int64
+	Currency     string
+	Result       string
+	Detail       *string
+	RefundedAt   *time.Time
+	CreatedAt    time.Time
+	RefundSentAt *time.Time
+	RefundRef    *string
+}
+
+func (r paymentEntryRow) entry() PaymentEntry {
+	e := PaymentEntry{ID: r.ID, PaymentRecord: ordersaga.PaymentRecord{EventID: r.EventID, OrderID: r.OrderID,
+		AmountCents: r.AmountCents, Currency: r.Currency, Result: ordersaga.PaymentResult(r.Result),
+		RefundedAt: utcPtr(r.RefundedAt), CreatedAt: r.CreatedAt.UTC()}, RefundSentAt: utcPtr(r.RefundSentAt)}
+	if r.Detail != nil {
+		e.Detail = *r.Detail
+	}
+	if r.RefundRef != nil {
+		e.RefundRef = *r.RefundRef
+	}
+	return e
+}
+
+func (s *Store) paymentEntries(ctx context.Context, what, where string, args ...any) ([]PaymentEntry, error) {
+	var rows []paymentEntryRow
+	if err := s.db.WithContext(ctx).Raw("SELECT "+paymentEntryColumns+" FROM payments WHERE "+where, args...).
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out := make([]PaymentEntry, len(rows))
+	for i, r := range rows {
+		out[i] = r.entry()
+	}
+	return out, nil
+}
+
+// PaymentsOfOrder returns every payment event of an order, in the order they were recorded.
+func (s *Store) PaymentsOfOrder(ctx context.Context, orderID string) ([]PaymentEntry, error) {
+	return s.paymentEntries(ctx, "payments of order "+orderID, "order_id = ? ORDER BY id", orderID)
+}
+
+// PaymentsOnDays returns up to limit payment events recorded on the UTC days from from's to to's (both
+// included), in the order they were recorded, after the row afterID (0: from the start). A page shorter
+// than limit is the last.
+func (s *Store) PaymentsOnDays(ctx context.Context, from, to time.Time, afterID int64, limit int) ([]PaymentEntry, error) {
+	days, err := moneyDays(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("payments on days: %w", err)
+	}
+	start, end := days[0], days[len(days)-1].AddDate(0, 0, 1)
+	return s.paymentEntries(ctx, "payments on days", "created_at >= ? AND created_at < ? AND id > ? ORDER BY id LIMIT ?",
+		start, end, afterID, limit)
+}
+
+// MoneyOnDays sums the payments of each UTC day from from's to to's (both included), per currency: one
+// MoneyTotals per day and currency that had a payment, by day then currency.
+func (s *Store) MoneyOnDays(ctx context.Context, from, to time.Time) ([]MoneyTotals, error) {
+	days, err := moneyDays(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("money on days: %w", err)
+	}
+	var out []MoneyTotals
+	for _, d := range days {
+		t, err := s.moneyOnDay(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t...)
+	}
+	return out, nil
+}
+
+func (s *Store) moneyOnDay(ctx context.Context, day time.Time) ([]MoneyTotals, error) {
+	var rows []MoneyTotals
+	applied := string(ordersaga.PaymentApplied)
+	if err := s.db.WithContext(ctx).Raw(`SELECT currency,
+			COUNT(*) AS captured_n,
+			COALESCE(SUM(amount_cents), 0) AS captured,
+			COALESCE(SUM(CASE WHEN refunded_at IS NULL AND result = ? THEN 1 ELSE 0 END), 0) AS applied_n,
+			COALESCE(SUM(CASE WHEN refunded_at IS NULL AND result = ? THEN amount_cents ELSE 0 END), 0) AS applied,
+			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN 1 ELSE 0 END), 0) AS refunded_n,
+			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN amount_cents ELSE 0 END), 0) AS refunded,
+			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL AND refund_sent_at IS NULL THEN 1 ELSE 0 END), 0) AS refunds_unsent
+		FROM payments WHERE created_at >= ? AND created_at < ? GROUP BY currency ORDER BY currency`,
+		applied, applied, day, day.AddDate(0, 0, 1)).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("money on %s: %w", day.Format(DayLayout), err)
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.Day = day.Format(DayLayout)
+		r.Unsettled = r.Captured - r.Applied - r.Refunded
+		r.UnsettledN = r.CapturedN - r.AppliedN - r.RefundedN
+	}
+	return rows, nil
+}
+
+// PendingRefunds is the refund outbox: up to limit refunds the provider's adapter has not marked sent, oldest
+// first (in the order they were recorded), after the row afterID (0: from the start). An adapter sends each
+// with its event ID as the provider's idempotency key and then calls MarkRefundSent; see docs/payments.md.
+func (s *Store) PendingRefunds(ctx context.Context, afterID int64, limit int) ([]PaymentEntry, error) {
+	return s.paymentEntries(ctx, "pending refunds",
+		"refund_sent_at IS NULL AND refunded_at IS NOT NULL AND id > ? ORDER BY id LIMIT ?", afterID, limit)
+}
+
+// CountPendingRefunds counts the refunds not yet marked sent.
+func (s *Store) CountPendingRefunds(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM payments WHERE refund_sent_at IS NULL AND refunded_at IS NOT NULL").
+		Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("count pending refunds: %w", err)
+	}
+	return n, nil
+}
+
+// MarkRefundSent records that the provider accepted the refund of a payment event (ref: the provider's name
+// for it, may be empty). It is idempotent: the first mark stands and a later one returns it unchanged.
+// ordersaga.ErrNotFound for an unknown event, ErrNotARefund for a payment that is not refunded.
+func (s *Store) MarkRefundSent(ctx context.Context, eventID, ref string) (PaymentEntry, error) {
+	if err := s.db.WithContext(ctx).Exec(`UPDATE payments SET refund_sent_at = ?, refund_ref = ?
+		WHERE event_id = ? AND refunded_at IS NOT NULL AND refund_sent_at IS NULL`,
+		s.now(), nullable(clipText(ref, 255)), eventID).Error; err != nil {
+		return PaymentEntry{}, fmt.Errorf("mark refund sent %s: %w", eventID, err)
+	}
+	got, err := s.paymentEntries(ctx, "mark refund sent "+eventID, "event_id = ?", eventID)
+	switch {
+	case err != nil:
+		return PaymentEntry{}, err
+	case len(got) == 0:
+		return PaymentEntry{}, fmt.Errorf("mark refund sent %s: %w", eventID, ordersaga.ErrNotFound)
+	case !got[0].Refund():
+		return got[0], fmt.Errorf("mark refund sent %s (result %s): %w", eventID, got[0].Result, ErrNotARefund)
+	}
+	return got[0], nil
+}
+
+// clipText cuts s to at most n runes (the money tables' free text never fails a strict-mode insert).
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}

@@ -1,0 +1,204 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Kinds of money_anomalies rows: what the money reconciliation found. None is repaired automatically: money
+// is a person's to move; the row and the metric ordersaga_reconcile_money_discrepancies say where to look.
+const (
+	// KindMoneyUnbalanced: on a day, in a currency, captured ≠ applied + refunded (subject "day/currency").
+	KindMoneyUnbalanced = "money_unbalanced"
+	// KindPaymentUnsettled: a captured payment neither applied nor refunded (subject: the event ID).
+	KindPaymentUnsettled = "payment_unsettled"
+	// KindAppliedNotPaid: an applied payment whose order is not PAID by it — unknown, not PAID, or PAID by
+	// another event (charged twice) (subject: the event ID).
+	KindAppliedNotPaid = "applied_not_paid"
+	// KindAppliedAmount: an applied payment whose amount or currency is not its PAID order's (subject: the
+	// event ID).
+	KindAppliedAmount = "applied_amount_mismatch"
+	// KindPaidWithoutPayment: a PAID order without its applied payment (subject: the order ID).
+	KindPaidWithoutPayment = "paid_without_payment"
+)
+
+// MoneyKinds lists the kinds above (the metric's label values).
+var MoneyKinds = []string{KindMoneyUnbalanced, KindPaymentUnsettled, KindAppliedNotPaid, KindAppliedAmount, KindPaidWithoutPayment}
+
+// maxMoneyFindings bounds the rows one query of one day lists; the day's totals still count every payment.
+const maxMoneyFindings = 1000
+
+// MoneyFinding is one discrepancy; (Kind, Subject) names it, so it is recorded once however many runs see it.
+type MoneyFinding struct {
+	Kind     string `json:"kind"`
+	Subject  string `json:"subject"`
+	Day      string `json:"day"`
+	OrderID  string `json:"order_id,omitempty"`
+	EventID  string `json:"event_id,omitempty"`
+	Currency string `json:"currency,omitempty"`
+	Expected *int64 `json:"expected_cents,omitempty"`
+	Observed *int64 `json:"observed_cents,omitempty"`
+	Detail   string `json:"detail"`
+}
+
+// MoneyAnomalyRow is a MoneyFinding as stored: the run that first found it, and when.
+type MoneyAnomalyRow struct {
+	ID int64
+	MoneyFinding
+	RunID     string
+	CreatedAt time.Time
+}
+
+// CheckMoneyDay reconciles the money of one UTC day: the day's totals per currency and what does not hold —
+// captured = applied + refunded per currency; every payment applied or refunded; every applied (kept)
+// payment the one that PAID its order, for the order's amount and currency; every order PAID that day
+// holding its applied payment. A payment is judged on the day it was recorded, an order on the day it was
+// paid. MarkPaid writes the PAID status and the applied row in one transaction and a refund is recorded with
+// its payment, so nothing in flight shows as a discrepancy.
+func (s *Store) CheckMoneyDay(ctx context.Context, day time.Time) ([]MoneyTotals, []MoneyFinding, error) {
+	day = DayStart(day)
+	name := day.Format(DayLayout)
+	totals, err := s.moneyOnDay(ctx, day)
+	if err != nil {
+		return nil, nil, err
+	}
+	var found []MoneyFinding
+	for _, t := range totals {
+		if !t.Balanced() {
+			found = append(found, MoneyFinding{Kind: KindMoneyUnbalanced, Subject: name + "/" + t.Currency, Day: name,
+				Currency: t.Currency, Expected: i64(t.Captured), Observed: i64(t.Applied + t.Refunded),
+				Detail: fmt.Sprintf("captured %d ≠ applied %d + refunded %d: %d cents in %d payments neither applied nor refunded",
+					t.Captured, t.Applied, t.Refunded, t.Unsettled, t.UnsettledN)})
+		}
+	}
+	next := day.AddDate(0, 0, 1)
+	db := s.db.WithContext(ctx)
+	applied, paid := string(ordersaga.PaymentApplied), string(ordersaga.StatusPaid)
+
+	var unsettled []paymentEntryRow
+	if err := db.Raw("SELECT "+paymentEntryColumns+` FROM payments
+		WHERE created_at >= ? AND created_at < ? AND refunded_at IS NULL AND result <> ? ORDER BY id LIMIT ?`,
+		day, next, applied, maxMoneyFindings).Scan(&unsettled).Error; err != nil {
+		return nil, nil, fmt.Errorf("money on %s: unsettled payments: %w", name, err)
+	}
+	for _, r := range unsettled {
+		found = append(found, MoneyFinding{Kind: KindPaymentUnsettled, Subject: r.EventID, Day: name, OrderID: r.OrderID,
+			EventID: r.EventID, Currency: r.Currency, Observed: i64(r.AmountCents),
+			Detail: fmt.Sprintf("captured %d %s recorded as %q without a refund", r.AmountCents, r.Currency, r.Result)})
+	}
+
+	var kept []struct {
+		EventID        string
+		OrderID        string
+		AmountCents    int64
+		Currency       string
+		Status         *string
+		OrderAmount    *int64
+		OrderCurrency  *string
+		PaymentEventID *string
+	}
+	if err := db.Raw(`SELECT p.event_id, p.order_id, p.amount_cents, p.currency, o.status, o.amount_cents AS order_amount,
+			o.currency AS order_currency, o.payment_event_id
+		FROM payments p LEFT JOIN orders o ON o.order_id = p.order_id
+		WHERE p.created_at >= ? AND p.created_at < ? AND p.result = ? AND p.refunded_at IS NULL
+		  AND (o.order_id IS NULL OR o.status <> ? OR o.payment_event_id IS NULL OR o.payment_event_id <> p.event_id
+		       OR o.amount_cents <> p.amount_cents OR o.currency <> p.currency)
+		ORDER BY p.id LIMIT ?`, day, next, applied, paid, maxMoneyFindings).Scan(&kept).Error; err != nil {
+		return nil, nil, fmt.Errorf("money on %s: applied payments: %w", name, err)
+	}
+	for _, r := range kept {
+		f := MoneyFinding{Kind: KindAppliedNotPaid, Subject: r.EventID, Day: name, OrderID: r.OrderID, EventID: r.EventID,
+			Currency: r.Currency, Observed: i64(r.AmountCents)}
+		switch {
+		case r.Status == nil:
+			f.Detail = "applied payment of an order the database does not know"
+		case *r.Status != paid:
+			f.Detail = fmt.Sprintf("applied payment of an order that is %s, not PAID", *r.Status)
+		case r.PaymentEventID == nil || *r.PaymentEventID != r.EventID:
+			f.Detail = fmt.Sprintf("applied payment of an order PAID by another event %q (charged twice)", deref(r.PaymentEventID))
+		default:
+			f.Kind, f.Expected = KindAppliedAmount, r.OrderAmount
+			f.Detail = fmt.Sprintf("applied %d %s to an order of %d %s", r.AmountCents, r.Currency, deref(r.OrderAmount), deref(r.OrderCurrency))
+		}
+		found = append(found, f)
+	}
+
+	var orphans []struct {
+		OrderID        string
+		AmountCents    int64
+		Currency       string
+		PaymentEventID *string
+	}
+	if err := db.Raw(`SELECT o.order_id, o.amount_cents, o.currency, o.payment_event_id FROM orders o
+		WHERE o.status = ? AND o.paid_at >= ? AND o.paid_at < ?
+		  AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.event_id = o.payment_event_id AND p.order_id = o.order_id
+		                  AND p.result = ? AND p.refunded_at IS NULL)
+		ORDER BY o.id LIMIT ?`, paid, day, next, applied, maxMoneyFindings).Scan(&orphans).Error; err != nil {
+		return nil, nil, fmt.Errorf("money on %s: paid orders: %w", name, err)
+	}
+	for _, o := range orphans {
+		found = append(found, MoneyFinding{Kind: KindPaidWithoutPayment, Subject: o.OrderID, Day: name, OrderID: o.OrderID,
+			EventID: deref(o.PaymentEventID), Currency: o.Currency, Expected: i64(o.AmountCents),
+			Detail: fmt.Sprintf("PAID order of %d %s without its applied payment (event %q)", o.AmountCents, o.Currency, deref(o.PaymentEventID))})
+	}
+	return totals, found, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// RecordMoneyFindings writes the findings not recorded yet to money_anomalies and returns those it wrote.
+// A finding already there (from an earlier run, or a concurrent one) is left as first recorded: the UNIQUE
+// (kind, subject) key makes each discrepancy one row, however many runs see it.
+func (s *Store) RecordMoneyFindings(ctx context.Context, runID string, found []MoneyFinding) ([]MoneyFinding, error) {
+	var recorded []MoneyFinding
+	now := s.now()
+	for _, f := range found {
+		err := s.db.WithContext(ctx).Exec(`INSERT INTO money_anomalies (kind, subject, day, run_id, order_id, event_id, currency,
+				expected_cents, observed_cents, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			f.Kind, clipText(f.Subject, 255), f.Day, runID, nullable(f.OrderID), nullable(f.EventID), nullable(f.Currency),
+			f.Expected, f.Observed, nullable(clipText(f.Detail, 512)), now).Error
+		switch {
+		case err == nil:
+			recorded = append(recorded, f)
+		case !isDuplicate(err):
+			return recorded, fmt.Errorf("record money finding %s %s: %w", f.Kind, f.Subject, err)
+		}
+	}
+	return recorded, nil
+}
+
+// MoneyAnomalies returns the rows of money_anomalies, oldest first; day "" means every day.
+func (s *Store) MoneyAnomalies(ctx context.Context, day string) ([]MoneyAnomalyRow, error) {
+	var rows []struct {
+		ID                           int64
+		Kind, Subject, Day, RunID    string
+		OrderID, EventID, Currency   *string
+		ExpectedCents, ObservedCents *int64
+		Detail                       *string
+		CreatedAt                    time.Time
+	}
+	q := s.db.WithContext(ctx).Table("money_anomalies").Order("id")
+	if day != "" {
+		q = q.Where("day = ?", day)
+	}
+	if err := q.Select(`id, kind, subject, day, run_id, order_id, event_id, currency, expected_cents, observed_cents,
+		detail, created_at`).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("money anomalies: %w", err)
+	}
+	out := make([]MoneyAnomalyRow, len(rows))
+	for i, r := range rows {
+		out[i] = MoneyAnomalyRow{ID: r.ID, RunID: r.RunID, CreatedAt: r.CreatedAt.UTC(), MoneyFinding: MoneyFinding{
+			Kind: r.Kind, Subject: r.Subject, Day: r.Day, OrderID: deref(r.OrderID), EventID: deref(r.EventID),
+			Currency: deref(r.Currency), Expected: r.ExpectedCents, Observed: r.ObservedCents, Detail: deref(r.Detail)}}
+	}
+	return out, nil
+}
