@@ -22,7 +22,6 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 
 	"github.com/ordersaga/ordersaga/internal/config"
-	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -154,17 +153,14 @@ func TestComposePublishedPortsDoNotClash(t *testing.T) {
 	}
 }
 
-// configVariables are the environment variables the worker and the starter read: what config.FromEnv and
-// platform.ReconcileConfigFromEnv ask for.
+// configVariables are the environment variables the worker and the starter read: what config.FromEnv asks
+// for (every setting is read there).
 func configVariables(t *testing.T) map[string]bool {
 	t.Helper()
 	read := map[string]bool{}
 	record := func(name string) string { read[name] = true; return "" }
 	if _, err := config.FromEnv(record); err != nil {
 		t.Fatalf("config.FromEnv with an empty environment: %v", err)
-	}
-	if _, err := platform.ReconcileConfigFromEnv(record); err != nil {
-		t.Fatalf("platform.ReconcileConfigFromEnv with an empty environment: %v", err)
 	}
 	return read
 }
@@ -233,16 +229,13 @@ func TestComposeAppEnvironmentMatchesConfig(t *testing.T) {
 		env := environment(svc)
 		for k := range env {
 			if !known[k] {
-				t.Errorf("%s: %s is set but neither internal/config, internal/reconcile nor %s/ reads it (misspelt, or dead)", name, k, role.main)
+				t.Errorf("%s: %s is set but neither internal/config nor %s/ reads it (misspelt, or dead)", name, k, role.main)
 			}
 		}
 		cfg, err := config.FromEnv(func(k string) string { return env[k] })
 		if err != nil {
 			t.Errorf("%s: config.FromEnv: %v", name, err)
 			continue
-		}
-		if _, err := platform.ReconcileConfigFromEnv(func(k string) string { return env[k] }); err != nil {
-			t.Errorf("%s: platform.ReconcileConfigFromEnv: %v", name, err)
 		}
 		if err := cfg.RequireStores(); err != nil {
 			t.Errorf("%s: %v", name, err)

@@ -44,5 +44,5 @@ func (s *stack) startAPI(ctx context.Context, rs *redisstock.Store) error {
 // ensureSchedule creates the reconciliation Schedule, or updates its interval (RECONCILE_INTERVAL) when a
 // previous run created it: the same call as the starter's at boot.
 func (s *stack) ensureSchedule(ctx context.Context) error {
-	return platform.EnsureScheduleWith(ctx, s.client, s.opts.rcfg.Interval, s.opts.rcfg.Input())
+	return platform.EnsureScheduleWith(ctx, s.client, platform.ReconcileInterval(s.opts.cfg), platform.ReconcileInput(s.opts.cfg))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -50,7 +51,7 @@ func printBanner(w io.Writer, s *stack) {
 	row("Webhook secret", strings.Join(cfg.PaymentWebhookSecrets, ",")+"   (PAYMENT_WEBHOOK_SECRET)")
 	row("Admin token", cfg.AdminToken+"   (ADMIN_TOKEN)")
 	row("Payment timeout", cfg.PaymentTimeout.String()+"   (ORDER_PAYMENT_TIMEOUT)")
-	row("Reconciliation", "every "+s.opts.rcfg.Interval.String()+", Schedule "+workflows.ReconcileScheduleID+"   (RECONCILE_INTERVAL)")
+	row("Reconciliation", "every "+platform.ReconcileInterval(s.opts.cfg).String()+", Schedule "+workflows.ReconcileScheduleID+"   (RECONCILE_INTERVAL)")
 	var skus []string
 	for _, r := range s.skus {
 		skus = append(skus, fmt.Sprintf("%s (%d left, %d.%02d %s)", r.SKU, r.Stock, r.PriceCents/100, r.PriceCents%100, cfg.Currency))

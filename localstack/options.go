@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
-	"github.com/ordersaga/ordersaga/internal/platform"
 )
 
 // Development credentials of the local stack, printed at start. Outside it a missing secret or token is a
@@ -49,10 +47,8 @@ type options struct {
 	// externalTemporal and externalRedis are set when TEMPORAL_ADDRESS / REDIS_ADDR point at real servers.
 	externalTemporal bool
 	externalRedis    bool
-	// cfg is what the worker and the API read, with the local stack's defaults filled in; rcfg is the
-	// reconciliation's settings.
-	cfg  config.Config
-	rcfg platform.ReconcileConfig
+	// cfg is what the worker and the API read, with the local stack's defaults filled in.
+	cfg config.Config
 }
 
 func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -127,8 +123,7 @@ Flags:
 		return defaults[name]
 	}
 	cfg, err := config.FromEnv(env)
-	rcfg, rerr := platform.ReconcileConfigFromEnv(env)
-	if err := errors.Join(err, rerr); err != nil {
+	if err != nil {
 		return o, err
 	}
 	addrFrom := "HTTP_ADDR=" + cfg.HTTPAddr
@@ -140,7 +135,7 @@ Flags:
 	if err := requireOwnSecretsBeyondLoopback(cfg, addrFrom); err != nil {
 		return o, err
 	}
-	o.cfg, o.rcfg = cfg, rcfg
+	o.cfg = cfg
 	return o, nil
 }
 

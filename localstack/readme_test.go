@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga/internal/config"
-	"github.com/ordersaga/ordersaga/internal/platform"
 )
 
 // mainEnv makes the test binary run the command's main instead of the tests: the README test starts the
@@ -283,12 +282,11 @@ func scrubbedEnv() []string {
 	return env
 }
 
-// readVariables is every environment variable internal/config and internal/reconcile read.
+// readVariables is every environment variable internal/config reads.
 func readVariables() map[string]bool {
 	read := map[string]bool{}
 	record := func(name string) string { read[name] = true; return "" }
 	_, _ = config.FromEnv(record)
-	_, _ = platform.ReconcileConfigFromEnv(record)
 	return read
 }
 

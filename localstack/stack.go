@@ -15,10 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/devserver"
 	"github.com/ordersaga/ordersaga/internal/platform"
@@ -265,14 +262,9 @@ func (s *stack) startWorker(ctx context.Context) error {
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sdkMetrics, closeMetrics := api.NewTemporalMetricsHandler(s.registry)
 	s.onStop("sdk metrics", closeMetrics.Close)
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:       cfg.TemporalAddress,
-		Namespace:      cfg.TemporalNamespace,
-		Logger:         tlog.NewStructuredLogger(s.log.With("component", "temporal")),
-		MetricsHandler: sdkMetrics,
-	})
+	c, err := platform.DialTemporal(ctx, cfg, s.log, sdkMetrics)
 	if err != nil {
-		return fmt.Errorf("dial temporal at %s: %w", cfg.TemporalAddress, err)
+		return err
 	}
 	s.client = c
 	s.onStop("temporal client", func() error { c.Close(); return nil })
@@ -281,14 +273,13 @@ func (s *stack) startWorker(ctx context.Context) error {
 	if err := platform.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	acts := &activities.Activities{Redis: redisstock.New(s.rdb, cfg.RedisKeyPrefix, 0), Store: s.store}
-	if err := platform.ConfigureReconcile(acts, c, s.registry, s.opts.rcfg); err != nil {
+	acts, err := platform.NewActivities(c, redisstock.New(s.rdb, cfg.RedisKeyPrefix, 0), s.store, cfg, s.registry)
+	if err != nil {
 		return err
 	}
-	w := worker.New(c, workflows.TaskQueue, platform.WorkerOptions(cfg))
-	workflows.Register(w, acts)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+	w, err := platform.StartWorker(c, acts, platform.WorkerOptions(cfg))
+	if err != nil {
+		return err
 	}
 	s.onStop("worker", func() error { w.Stop(); return nil })
 	return nil

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -40,14 +41,14 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	rcfg, err := platform.ReconcileConfigFromEnv(getenv)
+	cfg, err := config.FromEnv(getenv)
 	if err != nil {
 		return err
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	batch := fs.Int("batch", rcfg.BatchSize, "SKUs (and open orders) per activity")
-	grace := fs.Duration("grace", rcfg.Grace, "leave alone holds and open orders younger than this")
+	batch := fs.Int("batch", cmp.Or(cfg.ReconcileBatch, workflows.DefaultReconcileBatch), "SKUs (and open orders) per activity (default $RECONCILE_BATCH or 200)")
+	grace := fs.Duration("grace", cmp.Or(cfg.ReconcileGrace, workflows.DefaultReconcileGrace), "leave alone holds and open orders younger than this (default $RECONCILE_GRACE or 2m)")
 	moneyDays := fs.Int("money-days", workflows.DefaultReconcileMoneyDays, "UTC days up to today whose money is reconciled")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting for the run after this long")
@@ -57,20 +58,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if *moneyDays < 1 || *moneyDays > workflows.MaxReconcileMoneyDays {
 		return fmt.Errorf("-money-days %d: want 1-%d", *moneyDays, workflows.MaxReconcileMoneyDays)
 	}
-	cfg, err := config.FromEnv(getenv)
-	if err != nil {
-		return err
-	}
 	logger := platform.NewLogger(os.Stderr, "text", "warn")
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c, err := platform.DialTemporal(ctx, cfg, logger)
+	c, err := platform.DialTemporal(ctx, cfg, logger, nil)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
-	in := rcfg.Input()
+	in := platform.ReconcileInput(cfg)
 	in.BatchSize, in.Grace, in.MoneyDays = *batch, *grace, *moneyDays
 	id, sum, err := platform.RunOnce(ctx, c, in)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
@@ -49,10 +48,6 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err := cfg.RequireAPISecrets(); err != nil {
 		return err
 	}
-	rcfg, err := platform.ReconcileConfigFromEnv(getenv)
-	if err != nil {
-		return err
-	}
 	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
 
 	reg := prometheus.NewRegistry()
@@ -65,7 +60,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	defer closeStores()
-	c, err := dialTemporal(ctx, cfg, logger, sdkMetrics)
+	c, err := platform.DialTemporal(ctx, cfg, logger, sdkMetrics)
 	if err != nil {
 		return err
 	}
@@ -73,7 +68,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err := platform.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	if err := ensureReconcileSchedule(ctx, c, rcfg, logger); err != nil {
+	if err := ensureReconcileSchedule(ctx, c, cfg, logger); err != nil {
 		return err
 	}
 
@@ -101,27 +96,14 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	return errors.Join(err, <-stopped)
 }
 
-// dialTemporal connects the Temporal client with its logger bridged to slog and its metrics on /metrics.
-func dialTemporal(ctx context.Context, cfg config.Config, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:       cfg.TemporalAddress,
-		Namespace:      cfg.TemporalNamespace,
-		Logger:         tlog.NewStructuredLogger(logger.With("component", "temporal")),
-		MetricsHandler: metrics,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dial temporal at TEMPORAL_ADDRESS=%s: %w", cfg.TemporalAddress, err)
-	}
-	return c, nil
-}
-
 // ensureReconcileSchedule makes sure the reconciliation Schedule exists at boot, with the interval and input of
 // RECONCILE_INTERVAL, RECONCILE_BATCH and RECONCILE_GRACE; it is idempotent, so every starter runs it
-// (internal/reconcile owns the Schedule).
-func ensureReconcileSchedule(ctx context.Context, c client.Client, rcfg platform.ReconcileConfig, logger *slog.Logger) error {
-	if err := platform.EnsureScheduleWith(ctx, c, rcfg.Interval, rcfg.Input()); err != nil {
+// (internal/platform owns the Schedule).
+func ensureReconcileSchedule(ctx context.Context, c client.Client, cfg config.Config, logger *slog.Logger) error {
+	interval := platform.ReconcileInterval(cfg)
+	if err := platform.EnsureScheduleWith(ctx, c, interval, platform.ReconcileInput(cfg)); err != nil {
 		return fmt.Errorf("ensure reconciliation schedule: %w", err)
 	}
-	logger.Info("reconciliation schedule ensured", "interval", rcfg.Interval.String())
+	logger.Info("reconciliation schedule ensured", "interval", interval.String())
 	return nil
 }

@@ -11,9 +11,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/sdk/worker"
 
-	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/workflows"
@@ -42,7 +40,8 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	defer closeStores()
-	c, err := platform.DialTemporal(ctx, cfg, logger)
+	reg := prometheus.NewRegistry()
+	c, err := platform.DialTemporal(ctx, cfg, logger, nil)
 	if err != nil {
 		return err
 	}
@@ -54,26 +53,20 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	// Reconciliation (ReconcileWorkflow, started by the starter's Schedule) and the reserve's cold-start and
 	// Redis-down paths run in this worker: they need the Temporal client (is an order's workflow gone?), their
 	// metrics (served on METRICS_ADDR when set) and the fallback switch (RESERVE_DB_FALLBACK).
-	rcfg, err := platform.ReconcileConfigFromEnv(getenv)
+	acts, err := platform.NewActivities(c, redisStock, store, cfg, reg)
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	acts := &activities.Activities{Redis: redisStock, Store: store}
-	if err := platform.ConfigureReconcile(acts, c, reg, rcfg); err != nil {
-		return err
-	}
-	if addr := getenv("METRICS_ADDR"); addr != "" {
-		stopMetrics, err := platform.ServeMetrics(addr, reg, logger)
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := platform.ServeMetrics(cfg.MetricsAddr, reg, logger)
 		if err != nil {
 			return err
 		}
 		defer stopMetrics()
 	}
-	w := worker.New(c, workflows.TaskQueue, platform.WorkerOptions(cfg))
-	workflows.Register(w, acts)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+	w, err := platform.StartWorker(c, acts, platform.WorkerOptions(cfg))
+	if err != nil {
+		return err
 	}
 	logger.Info("worker started", "task_queue", workflows.TaskQueue, "namespace", cfg.TemporalNamespace,
 		"temporal", cfg.TemporalAddress, "db", store.Dialect())

@@ -31,6 +31,15 @@ type Config struct {
 	PaymentWebhookSecrets []string // PAYMENT_WEBHOOK_SECRET
 	// AdminToken is the bearer token of the admin endpoints (inventory).
 	AdminToken string // ADMIN_TOKEN
+
+	// Reconciliation (the starter's Schedule, the worker's runs); 0 means the workflow's default.
+	ReconcileInterval time.Duration // RECONCILE_INTERVAL: between scheduled runs (default 1m)
+	ReconcileBatch    int           // RECONCILE_BATCH: SKUs (and open orders) per activity (default 200)
+	ReconcileGrace    time.Duration // RECONCILE_GRACE: holds and open orders younger than this are left alone (default 2m)
+	// ReserveDBFallback lets a reserve fall back to the database deduct alone when Redis is unreachable.
+	ReserveDBFallback bool // RESERVE_DB_FALLBACK (default true)
+	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
+	MetricsAddr string // METRICS_ADDR
 }
 
 // Defaults used when a variable is unset.
@@ -43,6 +52,7 @@ var defaults = Config{
 	PaymentTimeout:    15 * time.Minute,
 	Currency:          "CNY",
 	HTTPAddr:          "127.0.0.1:8080",
+	ReserveDBFallback: true,
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in mains, a map in tests).
@@ -89,6 +99,37 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("ORDER_PAYMENT_TIMEOUT=%q: want a Go duration between 1s and 24h, e.g. 15m", v))
 		} else {
 			c.PaymentTimeout = d
+		}
+	}
+	str("METRICS_ADDR", &c.MetricsAddr)
+	dur := func(name string, dst *time.Duration, lo time.Duration) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < lo {
+			errs = append(errs, fmt.Errorf("%s=%q: want a Go duration of at least %s, e.g. 1m", name, v, lo))
+			return
+		}
+		*dst = d
+	}
+	dur("RECONCILE_INTERVAL", &c.ReconcileInterval, time.Second)
+	dur("RECONCILE_GRACE", &c.ReconcileGrace, time.Second)
+	if v := strings.TrimSpace(getenv("RECONCILE_BATCH")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			errs = append(errs, fmt.Errorf("RECONCILE_BATCH=%q: want an integer between 1 and 10000", v))
+		} else {
+			c.ReconcileBatch = n
+		}
+	}
+	if v := strings.TrimSpace(getenv("RESERVE_DB_FALLBACK")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("RESERVE_DB_FALLBACK=%q: want true or false", v))
+		} else {
+			c.ReserveDBFallback = b
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {

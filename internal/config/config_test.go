@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ordersaga/ordersaga/internal/config"
 )
@@ -41,6 +42,10 @@ func TestFromEnv_ErrorsNameTheVariable(t *testing.T) {
 		"PAYMENT_WEBHOOK_SECRET": {"PAYMENT_WEBHOOK_SECRET": "a,,b"},
 		"ORDER_PAYMENT_TIMEOUT":  {"ORDER_PAYMENT_TIMEOUT": "soon"},
 		"CURRENCY":               {"CURRENCY": "yuan"},
+		"RECONCILE_INTERVAL":     {"RECONCILE_INTERVAL": "10ms"},
+		"RECONCILE_GRACE":        {"RECONCILE_GRACE": "later"},
+		"RECONCILE_BATCH":        {"RECONCILE_BATCH": "0"},
+		"RESERVE_DB_FALLBACK":    {"RESERVE_DB_FALLBACK": "maybe"},
 	}
 	for name, vars := range tests {
 		if _, err := config.FromEnv(env(vars)); err == nil || !strings.Contains(err.Error(), name) {
@@ -60,5 +65,25 @@ func TestRequireAPISecrets_NamesWhatIsMissing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("error %v does not name %s", err, name)
 		}
+	}
+}
+
+func TestFromEnv_ReconciliationAndWorker(t *testing.T) {
+	t.Parallel()
+	d, err := config.FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.ReserveDBFallback || d.ReconcileInterval != 0 || d.ReconcileBatch != 0 || d.ReconcileGrace != 0 || d.MetricsAddr != "" {
+		t.Errorf("defaults: %+v (want the fallback on, the workflow's reconciliation defaults, no metrics)", d)
+	}
+	c, err := config.FromEnv(env(map[string]string{"RECONCILE_INTERVAL": "5m", "RECONCILE_BATCH": "50",
+		"RECONCILE_GRACE": "30s", "RESERVE_DB_FALLBACK": "false", "METRICS_ADDR": "127.0.0.1:9464"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ReconcileInterval != 5*time.Minute || c.ReconcileBatch != 50 || c.ReconcileGrace != 30*time.Second ||
+		c.ReserveDBFallback || c.MetricsAddr != "127.0.0.1:9464" {
+		t.Errorf("got %+v", c)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -16,7 +17,9 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
@@ -33,12 +36,14 @@ func NewLogger(w io.Writer, format, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// DialTemporal connects a Temporal client with the SDK's logger bridged to slog.
-func DialTemporal(ctx context.Context, cfg config.Config, logger *slog.Logger) (client.Client, error) {
+// DialTemporal connects a Temporal client with the SDK's logger bridged to slog and, when metrics is set, the
+// SDK's metrics on it (the one way every process dials Temporal).
+func DialTemporal(ctx context.Context, cfg config.Config, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
 	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		MetricsHandler: metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal at TEMPORAL_ADDRESS=%s: %w", cfg.TemporalAddress, err)
@@ -107,4 +112,26 @@ func WorkerOptions(cfg config.Config) worker.Options {
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.WorkerConcurrency,
 		WorkerStopTimeout:                      15 * time.Second,
 	}
+}
+
+// NewActivities builds the order worker's activities on the stores, with what reconciliation and the
+// reserve's fallback need: the probe of order workflows on c, the metrics (registered on reg) and the
+// fallback switch (RESERVE_DB_FALLBACK).
+func NewActivities(c client.Client, rs *redisstock.Store, st *sqlstore.Store, cfg config.Config, reg prometheus.Registerer) (*activities.Activities, error) {
+	m, err := reconcile.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile metrics: %w", err)
+	}
+	return &activities.Activities{Redis: rs, Store: st, DBFallback: cfg.ReserveDBFallback, Probe: Probe{Client: c}, Metrics: m}, nil
+}
+
+// StartWorker builds and starts the order worker on c: every workflow of workflows/ and acts registered on
+// the task queue (the worker command, the local stack and the tests' saga all start it here).
+func StartWorker(c client.Client, acts *activities.Activities, opts worker.Options) (worker.Worker, error) {
+	w := worker.New(c, workflows.TaskQueue, opts)
+	workflows.Register(w, acts)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	return w, nil
 }

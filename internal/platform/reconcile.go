@@ -15,8 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/ordersaga/ordersaga/activities"
-	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -37,19 +35,6 @@ func RunOnce(ctx context.Context, c client.Client, in workflows.ReconcileInput) 
 		return id, sum, fmt.Errorf("reconciliation %s: %w", id, err)
 	}
 	return id, sum, nil
-}
-
-// ConfigureReconcile gives a worker's activities what reconciliation and the reserve fallback need: the probe of
-// order workflows, the metrics (registered on reg) and the fallback switch.
-func ConfigureReconcile(a *activities.Activities, c client.Client, reg prometheus.Registerer, cfg ReconcileConfig) error {
-	m, err := reconcile.NewMetrics(reg)
-	if err != nil {
-		return fmt.Errorf("reconcile metrics: %w", err)
-	}
-	a.Probe = Probe{Client: c}
-	a.Metrics = m
-	a.DBFallback = cfg.DBFallback
-	return nil
 }
 
 // ServeMetrics serves reg's metrics on addr at /metrics until the returned stop is called. It is for the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/invariants"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
 	"github.com/ordersaga/ordersaga/internal/platform"
@@ -61,12 +62,16 @@ func startEnv(t *testing.T, o envOptions) *env {
 	if e.rs == nil {
 		e.rs = testenv.MustOpenRedis(t)
 	}
-	e.acts = &activities.Activities{Redis: e.rs, Store: e.store}
-	if err := platform.ConfigureReconcile(e.acts, c, e.reg, platform.ReconcileConfig{DBFallback: o.dbFallback}); err != nil {
+	acts, err := platform.NewActivities(c, e.rs, e.store, config.Config{ReserveDBFallback: o.dbFallback}, e.reg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	srv.NewWorkerWithOptions(workflows.TaskQueue, func(r worker.Registry) { workflows.Register(r, e.acts) },
-		worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200})
+	e.acts = acts
+	w, err := platform.StartWorker(c, acts, worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
 	return e
 }
 

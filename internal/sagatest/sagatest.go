@@ -17,7 +17,6 @@ import (
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
-	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // Env is a running saga: server, client, stores and worker.
@@ -64,9 +63,12 @@ func StartOn(tb testing.TB, store *sqlstore.Store, rs *redisstock.Store, adjust 
 	for _, change := range adjust {
 		change(&wopts)
 	}
-	env.Worker = srv.NewWorkerWithOptions(workflows.TaskQueue, func(r worker.Registry) {
-		workflows.Register(r, env.Acts)
-	}, wopts)
+	w, err := platform.StartWorker(c, env.Acts, wopts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(w.Stop) // before the server stops: cleanups run last-registered first
+	env.Worker = w
 	return env
 }
 
