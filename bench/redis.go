@@ -64,7 +64,7 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 		layer, sku string
 		soldOut    bool
 	}{{"2a Lua reserve, sold-out SKU", soldOut, true}, {"2b Lua reserve, in-stock SKU", stocked, false}} {
-		real, limit := measurePair(ctx, o, o.conc, "", "RedisStock.Reserve", reserveOp(c.sku, c.soldOut), "EVALSHA `return 1`", trivialOp(c.sku))
+		real, limit := measurePair(ctx, o, o.conc, "", "redisstock.Store.Reserve", reserveOp(c.sku, c.soldOut), "EVALSHA `return 1`", trivialOp(c.sku))
 		out = append(out, pair{Layer: c.layer, Real: real, Limit: limit, Target: 0.8,
 			Comment: fmt.Sprintf("real Redis %s, %d goroutines, distinct order per call", o.redisAddr, o.conc)})
 	}
@@ -74,7 +74,7 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	return out, nil
 }
 
-// noVersionReserveLua is activities/lua/reserve.lua without its last write, the version bump.
+// noVersionReserveLua is internal/redisstock/lua/reserve.lua without its last write, the version bump.
 const noVersionReserveLua = `
 local marker = redis.call('GET', KEYS[3])
 if marker then

@@ -26,9 +26,9 @@ func TestScriptsMatchModel(t *testing.T) {
 		}
 		want[f[1]] = f[0]
 	}
-	scripts, _ := filepath.Glob("../activities/lua/*.lua")
+	scripts, _ := filepath.Glob("../internal/*/lua/*.lua")
 	if len(scripts) == 0 {
-		t.Fatal("no scripts under ../activities/lua")
+		t.Fatal("no scripts under ../internal/*/lua")
 	}
 	for _, p := range scripts {
 		b, err := os.ReadFile(p)
@@ -40,7 +40,7 @@ func TestScriptsMatchModel(t *testing.T) {
 		if got := hex.EncodeToString(sum[:]); want[name] != got {
 			t.Errorf("%s changed (sha256 %s, models/scripts.sha256 has %q): review models/reservation.pml "+
 				"against it, run the model check, then update the checksum file: "+
-				"(cd models && sha256sum ../activities/lua/*.lua | sed 's#\\.\\./##' > scripts.sha256)", name, got, want[name])
+				"(cd models && sha256sum ../internal/*/lua/*.lua | sed 's#\\.\\./##' > scripts.sha256)", name, got, want[name])
 		}
 		delete(want, name)
 	}

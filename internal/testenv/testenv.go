@@ -119,7 +119,7 @@ func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 	return rdb, prefix
 }
 
-// UnreachableRedis returns a RedisStock whose client dials a local port that nothing listens on: every call
+// UnreachableRedis returns a Redis stock store whose client dials a local port that nothing listens on: every call
 // fails at once with "connection refused", as when Redis is down.
 func UnreachableRedis(tb testing.TB) *redisstock.Store {
 	tb.Helper()
