@@ -36,9 +36,8 @@ type orderWorkflow struct {
 	order  ordersaga.Order
 	logger log.Logger
 
-	payments, cancels     workflow.ReceiveChannel // signals
-	payQueue, cancelQueue workflow.Channel        // updates
-	drained               bool                    // late payments handled; the loop is over
+	payments, cancels *inbox // by signal and by update (order_messages.go)
+	drained           bool   // the inboxes were drained; nothing takes messages any more
 
 	soldOutSKU, unknownSKU string
 	// reserveStarted/deductStarted: a step that was started is compensated whatever it answered, because
@@ -94,10 +93,8 @@ func newOrderWorkflow(ctx workflow.Context, in OrderInput) *orderWorkflow {
 }
 
 func (w *orderWorkflow) setup(ctx workflow.Context) error {
-	w.payments = workflow.GetSignalChannel(ctx, SignalPayment)
-	w.cancels = workflow.GetSignalChannel(ctx, SignalCancel)
-	if err := w.setupUpdates(ctx); err != nil {
-		return fmt.Errorf("set update handlers: %w", err)
+	if err := w.setupMessages(ctx); err != nil {
+		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ordersaga.Order, error) {
 		return w.view(), nil
@@ -345,45 +342,6 @@ func failureKind(err error) string {
 	return "internal error"
 }
 
-// awaitPayment waits for a matching payment, a cancel or the deadline.
-func (w *orderWorkflow) awaitPayment(ctx workflow.Context) error {
-	timerCtx, cancelTimer := workflow.WithCancel(ctx)
-	defer cancelTimer()
-	deadline := workflow.NewTimer(timerCtx, w.order.PayBy.Sub(workflow.Now(ctx)))
-	var stepErr error
-	for w.order.Status == ordersaga.StatusAwaitingPayment && stepErr == nil {
-		sel := workflow.NewSelector(ctx)
-		onPay := func(c workflow.ReceiveChannel, _ bool) {
-			var p PaymentSignal
-			c.Receive(ctx, &p)
-			stepErr = w.onPayment(ctx, p)
-		}
-		onCancel := func(c workflow.ReceiveChannel, _ bool) {
-			var s CancelSignal
-			c.Receive(ctx, &s)
-			reason := "cancelled"
-			if s.Reason != "" {
-				reason = "cancelled: " + s.Reason
-			}
-			stepErr = w.close(ctx, ordersaga.StatusCancelled, reason)
-		}
-		sel.AddReceive(w.payments, onPay)
-		sel.AddReceive(w.payQueue, onPay)
-		sel.AddReceive(w.cancels, onCancel)
-		sel.AddReceive(w.cancelQueue, onCancel)
-		sel.AddFuture(deadline, func(f workflow.Future) {
-			if err := f.Get(ctx, nil); err != nil {
-				// The workflow itself was cancelled (an operator's request): that is a cancel, not an expiry.
-				stepErr = w.close(ctx, ordersaga.StatusCancelled, "cancelled: workflow cancellation requested")
-				return
-			}
-			stepErr = w.close(ctx, ordersaga.StatusExpired, "payment deadline passed")
-		})
-		sel.Select(ctx)
-	}
-	return stepErr
-}
-
 // close ends an unpaid order: compensate, then record.
 func (w *orderWorkflow) close(ctx workflow.Context, s ordersaga.Status, reason string) error {
 	if err := w.setStatus(ctx, s, reason); err != nil {
@@ -392,83 +350,4 @@ func (w *orderWorkflow) close(ctx workflow.Context, s ordersaga.Status, reason s
 	w.compensate(ctx)
 	w.record(ctx)
 	return nil
-}
-
-// onPayment applies a payment that matches the order's amount and currency; any other is recorded as
-// rejected and refunded at once (RecordPayment: refunded_at, once per event), and the order keeps waiting.
-func (w *orderWorkflow) onPayment(ctx workflow.Context, p PaymentSignal) error {
-	if p.EventID == "" {
-		w.logger.Warn("payment signal without event id ignored")
-		return nil
-	}
-	if _, seen := w.payResults[p.EventID]; seen {
-		return nil // duplicate delivery
-	}
-	cctx, _ := workflow.NewDisconnectedContext(ctx)
-	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
-	rec := ordersaga.PaymentRecord{EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency}
-	if p.AmountCents != w.order.AmountCents || p.Currency != w.in.Currency {
-		rec.Result = ordersaga.PaymentRejectedAmount
-		rec.Detail = fmt.Sprintf("expected %d %s", w.order.AmountCents, w.in.Currency)
-		w.logger.Warn("payment amount mismatch", "event_id", p.EventID, "amount_cents", p.AmountCents,
-			"currency", p.Currency, "expected_cents", w.order.AmountCents)
-		// The answer is given once the record is written (the main loop handles one payment at a time, so a
-		// redelivery meanwhile waits its turn and is then a duplicate).
-		err := workflow.ExecuteActivity(cctx, acts.RecordPayment, rec).Get(cctx, nil)
-		w.payResults[p.EventID] = ordersaga.PaymentRejectedAmount
-		return err
-	}
-	paidAt := workflow.Now(ctx).UTC()
-	err := workflow.ExecuteActivity(cctx, acts.MarkPaid, activities.MarkPaidInput{Payment: rec, PaidAt: paidAt}).Get(cctx, nil)
-	if err != nil {
-		// The database refused the transition: keep the money safe by refunding, keep waiting.
-		w.logger.Error("mark paid refused; refunding", "event_id", p.EventID, "error", err)
-		return w.refund(ctx, p, "order could not be marked paid")
-	}
-	w.payResults[p.EventID] = ordersaga.PaymentApplied
-	w.order.PaidAt = &paidAt
-	return w.setStatus(ctx, ordersaga.StatusPaid, "")
-}
-
-// refund records a payment that must go back to the payer, once per event.
-func (w *orderWorkflow) refund(ctx workflow.Context, p PaymentSignal, why string) error {
-	cctx, _ := workflow.NewDisconnectedContext(ctx)
-	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
-	w.payResults[p.EventID] = ordersaga.PaymentRefunded
-	return workflow.ExecuteActivity(cctx, acts.RecordPayment, ordersaga.PaymentRecord{
-		EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency,
-		Result: ordersaga.PaymentRefunded, Detail: why,
-	}).Get(cctx, nil)
-}
-
-// refundLatePayments handles the payments that arrived once the order was final: recorded for refund,
-// never applied. Duplicates of an event already handled are ignored.
-// It then waits for update handlers still running, so none is cut off by the workflow's completion.
-func (w *orderWorkflow) refundLatePayments(ctx workflow.Context) {
-	// A refund blocks on an activity, during which more payments can arrive on either channel: sweep both
-	// until a whole pass finds nothing.
-	for found := true; found; {
-		found = false
-		for _, ch := range []workflow.ReceiveChannel{w.payments, w.payQueue} {
-			var p PaymentSignal
-			for ch.ReceiveAsync(&p) {
-				found = true
-				if _, seen := w.payResults[p.EventID]; !seen && p.EventID != "" {
-					if err := w.refund(ctx, p, "payment arrived after the order was "+string(w.order.Status)); err != nil {
-						w.logger.Error("record refund failed", "event_id", p.EventID, "error", err)
-					}
-				}
-				p = PaymentSignal{}
-			}
-		}
-	}
-	for _, ch := range []workflow.ReceiveChannel{w.cancels, w.cancelQueue} {
-		var s CancelSignal
-		for ch.ReceiveAsync(&s) {
-		}
-	}
-	w.drained = true
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		w.logger.Warn("waiting for update handlers", "error", err)
-	}
 }
