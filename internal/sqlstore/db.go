@@ -224,13 +224,19 @@ func IsCheckViolation(err error) bool {
 // Widths of the free-text columns (characters: MySQL counts VARCHAR in characters). A longer text would fail
 // its statement on a strict-mode MySQL, for ever on every retry, so the store cuts every free text it writes.
 const (
-	closedReasonChars  = 255 // orders.closed_reason
-	paymentDetailChars = 255 // payments.detail
-	anomalyDetailChars = 512 // stock_anomalies.detail
+	closedReasonChars       = 255 // orders.closed_reason
+	paymentDetailChars      = 255 // payments.detail
+	refundRefChars          = 255 // payments.refund_ref
+	anomalyDetailChars      = 512 // stock_anomalies.detail
+	moneySubjectChars       = 255 // money_anomalies.subject
+	moneyAnomalyDetailChars = 512 // money_anomalies.detail
 )
 
-// clip cuts s to at most n characters, on a rune boundary (callers log the whole text where it matters).
+// clip makes s fit a free-text column of n characters: valid UTF-8 (each run of invalid bytes becomes
+// U+FFFD, which a strict-mode MySQL would otherwise refuse with 1366 "Incorrect string value", for ever on
+// every retry), cut to at most n characters on a rune boundary. Callers log the whole text where it matters.
 func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n { // bytes >= runes: short enough
 		return s
 	}
