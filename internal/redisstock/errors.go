@@ -81,3 +81,16 @@ func ConnectionFailed(err error) bool {
 	return errors.As(err, &nerr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
+
+// commandsErr is the first error of cmds that is not redis.Nil (a missing key, which the callers read as an
+// answer). A pipeline or a MULTI returns its first failed command's error only, and go-redis counts redis.Nil
+// as a failure: when an early GET finds its key missing, the errors of the commands after it (a key of the
+// wrong type, a command the server refuses) are in those commands alone. Every command is asked.
+func commandsErr(cmds ...redis.Cmder) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
+}

@@ -43,6 +43,9 @@ func (r *Store) AvailAndHeld(ctx context.Context, sku string) (avail *int64, hel
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, 0, fmt.Errorf("snapshot %s: %w", sku, err)
 	}
+	if err := commandsErr(get, vals); err != nil {
+		return nil, 0, fmt.Errorf("snapshot %s: %w", sku, err)
+	}
 	if n, gerr := get.Int64(); gerr == nil {
 		avail = &n
 	} else if !errors.Is(gerr, redis.Nil) {

@@ -82,6 +82,9 @@ func (r *Store) Snapshot(ctx context.Context, sku string) (Snapshot, error) {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Snapshot{}, fmt.Errorf("snapshot %s: %w", sku, err)
 	}
+	if err := commandsErr(get, all, ver); err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot %s: %w", sku, err)
+	}
 	snap := Snapshot{Holds: map[string]int64{}, Version: ver.Val()}
 	switch v, gerr := get.Int64(); {
 	case gerr == nil:
@@ -192,12 +195,12 @@ func (r *Store) Markers(ctx context.Context, sku string) (map[string]MarkerInfo,
 			return nil, fmt.Errorf("markers %s: %w", sku, err)
 		}
 		for i, k := range chunk {
+			if err := commandsErr(gets[i], ttls[i]); err != nil {
+				return nil, fmt.Errorf("markers %s: %w", sku, err)
+			}
 			v, gerr := gets[i].Result()
 			if errors.Is(gerr, redis.Nil) {
 				continue // expired or deleted since the scan
-			}
-			if gerr != nil {
-				return nil, fmt.Errorf("markers %s: %w", sku, gerr)
 			}
 			order := strings.TrimSuffix(strings.TrimPrefix(k, head), "}")
 			age := time.Duration(0)

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -309,26 +308,7 @@ func TestConcurrentRestoreAndLateDeduct_StockAlwaysComesBack(t *testing.T) {
 // depend on the server's setting.
 func TestConcurrentRestoreAndLateDeduct_UnderReadCommitted(t *testing.T) {
 	t.Parallel()
-	if !testenv.RealMySQL() {
-		t.Skip("isolation levels are MySQL's; SQLite runs one writer at a time")
-	}
-	dsn := testenv.MySQLDatabase(t) + "&tx_isolation=%27READ-COMMITTED%27"
-	if !strings.Contains(dsn, "?") {
-		dsn = strings.Replace(dsn, "&", "?", 1)
-	}
-	store, err := sqlstore.Open(t.Context(), dsn, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var level string
-	if err := store.DB().Raw("SELECT @@tx_isolation").Scan(&level).Error; err != nil || level != "READ-COMMITTED" {
-		t.Fatalf("session isolation = %q, %v; want READ-COMMITTED", level, err)
-	}
-	if err := store.SetInventory(t.Context(), "RACE", 1000, 100); err != nil {
-		t.Fatal(err)
-	}
-	raceRestoreAndLateDeduct(t, store)
+	raceRestoreAndLateDeduct(t, openReadCommitted(t, testenv.Item{SKU: "RACE", Stock: 1000, Price: 100}))
 }
 
 func raceRestoreAndLateDeduct(t *testing.T, store *sqlstore.Store) {

@@ -138,11 +138,14 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.runTx(ctx, nil, fn)
 }
 
-// ledgerTx is inTx for the transactions that write stock_ledger (Deduct, Restore and the close of a leaked
-// order), pinned to REPEATABLE READ on MySQL whatever the server's or the session's default. Their
-// tombstone rule needs it: Restore's locking read of a DEDUCT row that does not exist yet takes a gap lock
-// that a concurrent Deduct's INSERT must wait for; under READ COMMITTED there is no gap lock, and a restore
-// and a late deduct of one order could both commit (the deducted units never given back).
+// ledgerTx is inTx for the transactions that write stock_ledger or decide from it under the order's row lock
+// (Deduct, Restore, CloseOrder, CloseUnpaid, MarkPaid), pinned to REPEATABLE READ on MySQL whatever the
+// server's or the session's default. Their tombstone rule needs it: Restore's locking read of a DEDUCT row
+// that does not exist yet takes a gap lock that a concurrent Deduct's INSERT must wait for; under READ
+// COMMITTED there is no gap lock, and a restore and a late deduct of one order could both commit (the
+// deducted units never given back). MarkPaid's own rule (lock the order's row, then read its RESTORE rows)
+// holds at either level, but it is one of the row-lock rules and runs at the level they were reasoned at.
+// RecordPayment is not here: it is one INSERT, decided by the unique key alone.
 // SQLite runs one writer at a time, which is stricter still.
 func (s *Store) ledgerTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.dialect != schema.MySQL {
@@ -221,13 +224,19 @@ func IsCheckViolation(err error) bool {
 // Widths of the free-text columns (characters: MySQL counts VARCHAR in characters). A longer text would fail
 // its statement on a strict-mode MySQL, for ever on every retry, so the store cuts every free text it writes.
 const (
-	closedReasonChars  = 255 // orders.closed_reason
-	paymentDetailChars = 255 // payments.detail
-	anomalyDetailChars = 512 // stock_anomalies.detail
+	closedReasonChars       = 255 // orders.closed_reason
+	paymentDetailChars      = 255 // payments.detail
+	refundRefChars          = 255 // payments.refund_ref
+	anomalyDetailChars      = 512 // stock_anomalies.detail
+	moneySubjectChars       = 255 // money_anomalies.subject
+	moneyAnomalyDetailChars = 512 // money_anomalies.detail
 )
 
-// clip cuts s to at most n characters, on a rune boundary (callers log the whole text where it matters).
+// clip makes s fit a free-text column of n characters: valid UTF-8 (each run of invalid bytes becomes
+// U+FFFD, which a strict-mode MySQL would otherwise refuse with 1366 "Incorrect string value", for ever on
+// every retry), cut to at most n characters on a rune boundary. Callers log the whole text where it matters.
 func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n { // bytes >= runes: short enough
 		return s
 	}

@@ -175,23 +175,22 @@ func (s *Store) Restore(ctx context.Context, orderID string, lines []ordersaga.L
 func (s *Store) restoreTx(tx *gorm.DB, orderID string, lines []ordersaga.Line) ([]ordersaga.RestoreLine, error) {
 	sorted := sortedLines(lines)
 	out := make([]ordersaga.RestoreLine, 0, len(sorted))
-	// An order without a row has no deduct committed (the deduct writes both in one transaction): no lock
-	// to take, and no gap lock on the orders index that would hold up other orders' deducts.
-	var rows int64
-	if err := tx.Raw("SELECT COUNT(*) FROM orders WHERE order_id = ?", orderID).Scan(&rows).Error; err != nil {
+	// The order's row lock comes first, also when the row does not exist yet: then the locking read holds the
+	// gap where it would go, so a deduct of the order (which inserts the row) waits for this transaction, or
+	// this one for it, and a payment can only follow that deduct. Deciding from a plain read of the row and
+	// locking only when it was there left a window: a deduct and a payment committing between that read and
+	// the locking read of the DEDUCT rows below, which sees them, and the units of a PAID order went back.
+	// The price is a gap lock on the orders index while a never-deducted order is restored, which holds up
+	// an insert of another order into that gap for as long (a rare path: compensations run after a deduct).
+	st, _, err := s.lockOrder(tx, orderID)
+	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", orderID, err)
 	}
-	if rows > 0 {
-		st, _, err := s.lockOrder(tx, orderID)
-		if err != nil {
-			return nil, fmt.Errorf("restore %s: %w", orderID, err)
+	if st.Status == ordersaga.StatusPaid {
+		for _, l := range sorted {
+			out = append(out, ordersaga.RestoreLine{SKU: l.SKU, Sold: true})
 		}
-		if st.Status == ordersaga.StatusPaid {
-			for _, l := range sorted {
-				out = append(out, ordersaga.RestoreLine{SKU: l.SKU, Sold: true})
-			}
-			return out, nil
-		}
+		return out, nil
 	}
 	now := s.now()
 	for _, l := range sorted {

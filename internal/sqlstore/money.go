@@ -221,7 +221,7 @@ func (s *Store) CountPendingRefunds(ctx context.Context) (int64, error) {
 func (s *Store) MarkRefundSent(ctx context.Context, eventID, ref string) (PaymentEntry, error) {
 	if err := s.db.WithContext(ctx).Exec(`UPDATE payments SET refund_sent_at = ?, refund_ref = ?
 		WHERE event_id = ? AND refunded_at IS NOT NULL AND refund_sent_at IS NULL`,
-		s.now(), nullable(clipText(ref, 255)), eventID).Error; err != nil {
+		s.now(), nullable(clip(ref, refundRefChars)), eventID).Error; err != nil {
 		return PaymentEntry{}, fmt.Errorf("mark refund sent %s: %w", eventID, err)
 	}
 	got, err := s.paymentEntries(ctx, "mark refund sent "+eventID, "event_id = ?", eventID)
@@ -234,13 +234,4 @@ func (s *Store) MarkRefundSent(ctx context.Context, eventID, ref string) (Paymen
 		return got[0], fmt.Errorf("mark refund sent %s (result %s): %w", eventID, got[0].Result, ErrNotARefund)
 	}
 	return got[0], nil
-}
-
-// clipText cuts s to at most n runes (the money tables' free text never fails a strict-mode insert).
-func clipText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
 }

@@ -164,8 +164,8 @@ func (s *Store) RecordMoneyFindings(ctx context.Context, runID string, found []M
 	for _, f := range found {
 		err := s.db.WithContext(ctx).Exec(`INSERT INTO money_anomalies (kind, subject, day, run_id, order_id, event_id, currency,
 				expected_cents, observed_cents, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			f.Kind, clipText(f.Subject, 255), f.Day, runID, nullable(f.OrderID), nullable(f.EventID), nullable(f.Currency),
-			f.Expected, f.Observed, nullable(clipText(f.Detail, 512)), now).Error
+			f.Kind, clip(f.Subject, moneySubjectChars), f.Day, runID, nullable(f.OrderID), nullable(f.EventID), nullable(f.Currency),
+			f.Expected, f.Observed, nullable(clip(f.Detail, moneyAnomalyDetailChars)), now).Error
 		switch {
 		case err == nil:
 			recorded = append(recorded, f)

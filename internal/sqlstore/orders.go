@@ -201,7 +201,7 @@ func (s *Store) CloseUnpaid(ctx context.Context, orderID string, status ordersag
 // ordersaga.ErrOrderNotPayable when the order is in any other state, or when any line of it was restored (a
 // compensation or a leaked-order repair ran first: the payment is the caller's to refund).
 func (s *Store) MarkPaid(ctx context.Context, p ordersaga.PaymentRecord, paidAt time.Time) error {
-	err := s.inTx(ctx, func(tx *gorm.DB) error {
+	err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
 		st, found, err := s.lockOrder(tx, p.OrderID)
 		if err != nil {
 			return err
