@@ -300,6 +300,10 @@ func (w *orderWorkflow) compensate(ctx workflow.Context) {
 }
 
 // record writes the closed order to the database.
+// closeStatusChange is the workflow.GetVersion change ID of the status upsert when the database closed the
+// order otherwise (record).
+const closeStatusChange = "close-status-from-database"
+
 func (w *orderWorkflow) record(ctx workflow.Context) {
 	cctx, _ := workflow.NewDisconnectedContext(ctx)
 	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
@@ -318,8 +322,12 @@ func (w *orderWorkflow) record(ctx workflow.Context) {
 		w.logger.Warn("the database closed the order otherwise; taking its word", "status", string(w.order.Status),
 			"database_status", string(stored.Status))
 		w.order.Status, w.order.ClosedReason, w.order.PaidAt = stored.Status, stored.ClosedReason, stored.PaidAt
-		if err := w.upsert(ctx, SAOrderStatus.ValueSet(string(stored.Status))); err != nil {
-			w.logger.Error("upsert status", "error", err)
+		// The upsert is a command later code added: a history whose CloseOrder result (written by a newer
+		// activity worker) says otherwise while an older workflow worker recorded no upsert replays without it.
+		if workflow.GetVersion(ctx, closeStatusChange, workflow.DefaultVersion, 1) == 1 {
+			if err := w.upsert(ctx, SAOrderStatus.ValueSet(string(stored.Status))); err != nil {
+				w.logger.Error("upsert status", "error", err)
+			}
 		}
 	}
 }

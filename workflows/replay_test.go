@@ -163,3 +163,45 @@ func TestReleaseHistoriesComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestReplay_CloseResultFromANewerActivityWorker replays a history of the 2026-12-01 release whose CloseOrder
+// result says the database kept the order PAID, as a newer activity worker answers while an older workflow
+// worker, which records no status upsert, runs the workflow (a rolling deploy). The upsert the current code
+// adds for that answer is behind workflow.GetVersion, so the history replays.
+func TestReplay_CloseResultFromANewerActivityWorker(t *testing.T) {
+	f, err := os.Open(filepath.Join(historiesDir, "2026-12-01-bda7db0", "expired.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paid, err := converter.GetDefaultDataConverter().ToPayloads(ordersaga.OrderRecord{Status: ordersaga.StatusPaid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closes := map[int64]bool{}
+	injected := 0
+	for _, ev := range hist.Events {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "CloseOrder" {
+			closes[ev.GetEventId()] = true
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && closes[a.GetScheduledEventId()] {
+			a.Result = paid
+			injected++
+		}
+	}
+	if injected != 1 {
+		t.Fatalf("found %d CloseOrder completions in expired.json, want 1", injected)
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RegisterWorkflow(OrderWorkflow)
+	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
+		t.Fatalf("replay with a PAID CloseOrder result: %v", err)
+	}
+}

@@ -124,10 +124,11 @@ func (s *Store) lockSKU(tx *gorm.DB, sku string) (stock int64, found bool, err e
 	return row[0], true, nil
 }
 
-// WithSKULocked runs fn in a transaction that holds the SKU's inventory row; ordersaga.ErrNotFound (wrapped)
+// WithSKULocked runs fn in a transaction (REPEATABLE READ on MySQL: its reads agree with each other) that holds
+// the SKU's inventory row; ordersaga.ErrNotFound (wrapped)
 // when the SKU does not exist, without calling fn.
 func (s *Store) WithSKULocked(ctx context.Context, sku string, fn func(l *Locked) error) error {
-	return s.inTx(ctx, func(tx *gorm.DB) error {
+	return s.ledgerTx(ctx, func(tx *gorm.DB) error {
 		stock, found, err := s.lockSKU(tx, sku)
 		switch {
 		case err != nil:
@@ -153,7 +154,7 @@ func (s *Store) SetInventoryLocked(ctx context.Context, sku string, stock, price
 	if priceCents < 0 {
 		return false, fmt.Errorf("set stock %s: price_cents must not be negative (got %d)", sku, priceCents)
 	}
-	err = s.inTx(ctx, func(tx *gorm.DB) error {
+	err = s.ledgerTx(ctx, func(tx *gorm.DB) error {
 		now := s.now()
 		cur, found, err := s.lockSKU(tx, sku)
 		if err != nil {
