@@ -7,7 +7,7 @@
 // (internal/api) decodes a request, calls Place and maps the Outcome to the contract's status and problem.
 //
 // The stores are reached through the small interfaces of stores.go (today activities.Store and
-// activities.RedisStock satisfy them); that file is the only one that names their package.
+// activities.RedisStock satisfy them); that file is the only non-test file that names their package.
 //
 // May import: the root package, activities (the stores' types), workflows, internal/orderclient, the
 // Temporal SDK client and API, golang.org/x/sync and the standard library. Must not import net/http,

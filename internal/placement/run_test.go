@@ -13,82 +13,62 @@ import (
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
-// stallHook holds every Redis call until its context ends while armed, and counts the calls.
-type stallHook struct {
-	entered chan struct{}
-	calls   atomic.Int32
-	armed   atomic.Bool
-}
+// countHook counts the Redis calls of a client.
+type countHook struct{ calls atomic.Int32 }
 
-func (h *stallHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *stallHook) stall(ctx context.Context) error {
-	if !h.armed.Load() {
-		return nil
-	}
-	h.calls.Add(1)
-	select {
-	case h.entered <- struct{}{}:
-	default:
-	}
-	<-ctx.Done()
-	return ctx.Err()
-}
-
-func (h *stallHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if err := h.stall(ctx); err != nil {
-			return err
-		}
+		h.calls.Add(1)
 		return next(ctx, cmd)
 	}
 }
 
-func (h *stallHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if err := h.stall(ctx); err != nil {
-			return err
-		}
+		h.calls.Add(1)
 		return next(ctx, cmds)
 	}
 }
 
-// The markers' backfill belongs to the service: Run stops one in progress when its context ends, returns once
-// it has stopped, and none starts after. Redis holds every call of the backfill for as long as its context
-// lives.
-func TestRun_StopsTheBackfillAndStartsNoMore(t *testing.T) {
+// Once Run has returned no background work starts: a Backfill asked for after it (by the process, or by a
+// placement that finds the markers not ready) does nothing, where a service still running backfills the
+// same fresh Redis. That Run stops a backfill in progress is internal/api's TestServerRun_StopsTheBackfill.
+func TestRun_NoBackfillStartsAfterIt(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := testenv.RedisClient(t)
-	hook := &stallHook{entered: make(chan struct{}, 1)}
-	hook.armed.Store(true)
+	hook := &countHook{}
 	rdb.AddHook(hook)
-	t.Cleanup(func() { hook.armed.Store(false) }) // before the key prefix's cleanup, which uses the client
-	svc := placement.New(placement.Config{
-		Store: testenv.MustOpenStore(t), Stock: activities.NewRedisStock(rdb, prefix, 0),
-		KeepAs: keepAs,
-	})
-	svc.Backfill()
-	select {
-	case <-hook.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Backfill started no backfill of the markers (a fresh Redis has none)")
-	}
+	cfg := placement.Config{Store: testenv.MustOpenStore(t), Stock: activities.NewRedisStock(rdb, prefix, 0), KeepAs: keepAs}
+
+	stopped := placement.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return 10 s after its context ended: the backfill was not stopped")
+	if err := stopped.Run(ctx); err != nil {
+		t.Fatalf("Run = %v", err)
 	}
-	calls := hook.calls.Load()
-	svc.Backfill()
+	stopped.Backfill()
 	time.Sleep(200 * time.Millisecond)
-	if got := hook.calls.Load(); got != calls {
-		t.Errorf("a backfill started after Run returned (%d Redis calls since)", got-calls)
+	if n := hook.calls.Load(); n != 0 {
+		t.Fatalf("a backfill started after Run returned (%d Redis calls)", n)
+	}
+
+	running := placement.New(cfg)
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- running.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	running.Backfill()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if ready, err := cfg.Stock.ClaimsReady(context.Background()); err == nil && ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a running service did not backfill the markers of a fresh Redis within 30 s")
+		}
 	}
 }

@@ -8,14 +8,12 @@ import (
 	"github.com/ordersaga/ordersaga/activities"
 )
 
-// This file is the only one of the package that names the stores' package: when the stores move, only it
-// changes.
+// This file is the only non-test file of the package that names the stores' package: when the stores move,
+// only it changes (and the tests' helpers).
 
-// The stores' types the service uses.
+// The stores' types the service names.
 type (
 	keyRecord = activities.IdempotencyRecord // one row of idempotency_keys
-	keyRef    = activities.IdempotencyKeyRef // a row of idempotency_keys, for paging
-	orderRow  = activities.OrderRecord       // one order of the orders table
 	fastCheck = activities.FastCheck         // what one Redis round trip says about a request
 	admission = activities.Admission         // units counted by the admission gate; Done (nil-safe) gives them back
 )
