@@ -3,9 +3,12 @@
 // NewServer builds the handler from its dependencies; Serve runs it with graceful shutdown, so the starter
 // and the local stack run the same server.
 //
+// POST /v1/orders decodes and validates the request, then calls internal/placement (the place-order service,
+// which owns the fast path, the admission gate and the idempotency key) and maps its outcome to the contract.
+//
 // May import: the root package, activities (the stores, through their types), workflows,
-// internal/orderclient, internal/webhook, the Temporal client and API, Prometheus, tally and the standard
-// library (net/http). Must not import go-redis, GORM, database/sql or any driver directly, internal/platform,
-// internal/testenv or internal/sagatest, or the Temporal workflow, worker or server packages (checked by
-// internal/layers).
+// internal/orderclient, internal/placement, internal/webhook, the Temporal client and API, Prometheus, tally
+// and the standard library (net/http). Must not import go-redis, GORM, database/sql or any driver directly,
+// internal/platform, internal/testenv or internal/sagatest, or the Temporal workflow, worker or server
+// packages (checked by internal/layers).
 package api

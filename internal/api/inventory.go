@@ -91,7 +91,7 @@ func (s *server) handlePutInventory() http.Handler {
 			writeProblem(w, newProblem(kindUnavailable, "the inventory could not be set, or Redis not loaded to match; the same PUT is safe to retry"))
 			return
 		}
-		s.known.Store(sku, true)
+		s.placement.Known(sku)
 		s.Logger.Info("inventory set", "sku", sku, "stock", v.DBStock, "price_cents", v.PriceCents,
 			"redis_available", v.RedisAvailable, "holds", v.Holds)
 		writeJSON(w, http.StatusOK, inventoryBody(v))

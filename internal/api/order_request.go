@@ -1,20 +1,11 @@
 package api
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/placement"
 )
-
-// The Idempotency-Key's character set (docs/http-api.md); the limits of an order are ordersaga's rulebook
-// (rules.go).
-var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
 
 // nameRule is the reason given for a user_id or sku that is not an ordersaga.ValidName.
 const nameRule = "want 1-64 characters of A-Za-z0-9-_."
@@ -43,10 +34,7 @@ func (o orderRequest) validate() *fieldError {
 	if !ordersaga.ValidName(o.UserID) {
 		return &fieldError{"user_id", nameRule}
 	}
-	lines := make([]ordersaga.Line, len(o.Lines)) // in the request's order: the field names its index
-	for i, l := range o.Lines {
-		lines[i] = ordersaga.Line{SKU: l.SKU, Qty: l.Qty}
-	}
+	lines := o.lines() // in the request's order: the field names its index
 	p := ordersaga.NewOrderRules.CheckLines(lines)
 	if p == nil {
 		return nil
@@ -62,36 +50,18 @@ func (o orderRequest) validate() *fieldError {
 	return &fieldError{p.Field(), nameRule}
 }
 
-// lines are the order's lines sorted by SKU: the canonical form the fingerprint and the workflow get.
+// lines are the order's lines, in the request's order (the placement service sorts them).
 func (o orderRequest) lines() []ordersaga.Line {
 	out := make([]ordersaga.Line, len(o.Lines))
 	for i, l := range o.Lines {
 		out[i] = ordersaga.Line{SKU: l.SKU, Qty: l.Qty}
 	}
-	slices.SortFunc(out, func(a, b ordersaga.Line) int { return strings.Compare(a.SKU, b.SKU) })
 	return out
 }
 
-// fingerprint identifies the request's meaning: the same key with another fingerprint is refused (422).
-// Lines count in SKU order, so the same lines listed in another order are the same request.
-func (o orderRequest) fingerprint() string {
-	var b strings.Builder
-	b.WriteString(o.UserID)
-	for _, l := range o.lines() {
-		b.WriteString("\x00")
-		b.WriteString(l.SKU)
-		b.WriteString("\x00")
-		b.WriteString(strconv.FormatInt(l.Qty, 10))
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:])
-}
-
-// OrderID is the order ID of (user, Idempotency-Key) at a generation: "o-" and 24 hex characters of
-// sha256(user \x00 key \x00 generation). The generation moves on only when that order was rejected.
+// OrderID is the order ID of (user, Idempotency-Key) at a generation (placement.OrderID).
 func OrderID(userID, key string, generation int64) string {
-	sum := sha256.Sum256([]byte(userID + "\x00" + key + "\x00" + strconv.FormatInt(generation, 10)))
-	return "o-" + hex.EncodeToString(sum[:])[:24]
+	return placement.OrderID(userID, key, generation)
 }
 
 // validOrderID reports whether id can name an order (anything else is answered 404 without a lookup): the

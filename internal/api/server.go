@@ -7,23 +7,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/ordersaga/ordersaga/internal/admission"
+	"github.com/ordersaga/ordersaga/internal/placement"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
-	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // Default waits of the handlers that call Temporal.
 const (
-	DefaultPlaceTimeout  = 40 * time.Second // the reservation's activities give up within ~30 s
+	DefaultPlaceTimeout  = placement.DefaultPlaceTimeout
 	DefaultUpdateTimeout = 30 * time.Second // pay and cancel (a cancel waits for its compensation)
 	retryAfterSeconds    = 2
 )
@@ -48,7 +45,8 @@ type Deps struct {
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
 	WebhookSecrets []string
 	AdminToken     string
-	// PlaceTimeout and UpdateTimeout bound the waits on Temporal (0 = the defaults above).
+	// PlaceTimeout and UpdateTimeout bound the waits on Temporal (0 = the defaults above; PlaceTimeout is the
+	// placement service's).
 	PlaceTimeout  time.Duration
 	UpdateTimeout time.Duration
 	// Now is the clock of the signature tolerance (nil = time.Now).
@@ -59,17 +57,8 @@ type Deps struct {
 type server struct {
 	Deps
 	metrics *Metrics
-	// known caches SKUs seen in the inventory table: SKUs are never deleted, so a positive answer stays true.
-	known sync.Map
-	// placing shares one Update-with-Start among the concurrent requests for one order ID.
-	placing singleflight.Group
-	// filling is true while this process backfills the idempotency markers of the sold-out fast path.
-	filling atomic.Bool
-	// bg is the context of the background work (the backfill); stopBG cancels it, and bgWork counts what runs.
-	bg     context.Context
-	stopBG context.CancelFunc
-	bgMu   sync.Mutex // orders a start of background work before Run's stop, or after it (none starts)
-	bgWork sync.WaitGroup
+	// placement places orders (POST /v1/orders) and owns the background work.
+	placement *placement.Service
 }
 
 // Server is the order API: the handler of every route of routes.go, and the background work (the backfill of
@@ -80,16 +69,9 @@ type Server struct {
 }
 
 // Run returns once ctx is done and the server's background work has stopped (a backfill in progress is
-// cancelled; none starts after). The process runs it beside Serve and waits for it before it exits. A server
-// whose Run is never called keeps its background work until the process ends.
-func (h *Server) Run(ctx context.Context) error {
-	<-ctx.Done()
-	h.s.bgMu.Lock()
-	h.s.stopBG()
-	h.s.bgMu.Unlock()
-	h.s.bgWork.Wait()
-	return nil
-}
+// cancelled; none starts after): placement.Service.Run. The process runs it beside Serve and waits for it
+// before it exits. A server whose Run is never called keeps its background work until the process ends.
+func (h *Server) Run(ctx context.Context) error { return h.s.placement.Run(ctx) }
 
 // NewServer returns the order API (see Server), and starts the backfill of the idempotency markers when
 // Redis needs it.
@@ -100,14 +82,8 @@ func NewServer(d Deps) *Server {
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
-	if d.PlaceTimeout <= 0 {
-		d.PlaceTimeout = DefaultPlaceTimeout
-	}
 	if d.UpdateTimeout <= 0 {
 		d.UpdateTimeout = DefaultUpdateTimeout
-	}
-	if d.PaymentTimeout <= 0 {
-		d.PaymentTimeout = workflows.DefaultPaymentTimeout
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -116,8 +92,12 @@ func NewServer(d Deps) *Server {
 		d.Gate = admission.New(d.Redis)
 	}
 	s := &server{Deps: d, metrics: NewMetrics(d.Registry)}
-	s.bg, s.stopBG = context.WithCancel(context.Background())
-	s.fillClaimsInBackground()
+	s.placement = placement.New(placement.Config{
+		Logger: d.Logger, Temporal: d.Temporal, Store: d.Store, Stock: d.Gate,
+		Currency: d.Currency, PaymentTimeout: d.PaymentTimeout, PlaceTimeout: d.PlaceTimeout,
+		KeepAs: keepAs, Places: s.metrics.places,
+	})
+	s.placement.Backfill()
 	mux := http.NewServeMux()
 	addRoutes(mux, s)
 	return &Server{Handler: s.metrics.instrument(problemsForUnmatched(mux)), s: s}

@@ -6,8 +6,10 @@
 //     Redis, GORM, database/sql, drivers, net, os, randomness or Temporal client.
 //   - activities: the only I/O; the root, schema, go-redis, GORM, drivers, the Temporal activity SDK.
 //   - schema: the migrations; the standard library only (callers register the driver).
-//   - internal/api: HTTP; the root, activities, workflows, orderclient, webhook; no go-redis, GORM,
+//   - internal/api: HTTP; the root, activities, workflows, orderclient, placement, webhook; no go-redis, GORM,
 //     database/sql or drivers (it reaches the stores through activities).
+//   - internal/placement: the place-order service, plain Go; the root, activities, workflows, orderclient,
+//     the Temporal client and API, golang.org/x/sync; no net/http, go-redis, GORM, database/sql or drivers.
 //   - internal/* helpers, each with its own list (see its doc.go); internal/testenv and internal/sagatest are
 //     imported by tests only; the flash-sale load tool's library (internal/flashsale, or under flashsale/)
 //     only by the flashsale command.

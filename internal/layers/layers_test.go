@@ -164,11 +164,18 @@ var layers = []layer{
 	{
 		name: "internal/api: the HTTP layer reaches the stores through their packages, never go-redis, GORM or SQL directly",
 		pkgs: paths("internal/api/..."),
-		module: []string{"", "activities", "workflows", "internal/orderclient", "internal/webhook", "internal/sqlstore",
-			"internal/redisstock", "internal/admission", "internal/reconcile"},
+		module: []string{"", "activities", "workflows", "internal/orderclient", "internal/placement", "internal/webhook",
+			"internal/sqlstore", "internal/redisstock", "internal/admission", "internal/reconcile"},
 		thirdParty: []string{"..."},
 		forbid: concat(storeLibs, []string{"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/worker",
 			"go.temporal.io/server/..."}),
+	},
+	{
+		name:       "internal/placement: the place-order service, plain Go (no HTTP); the stores through their packages",
+		pkgs:       paths("internal/placement/..."),
+		module:     []string{"", "workflows", "internal/orderclient", "internal/sqlstore", "internal/admission"},
+		thirdParty: []string{"go.temporal.io/sdk/client", "go.temporal.io/api/...", "golang.org/x/sync/..."},
+		forbid:     concat(storeLibs, []string{"net/http/..."}),
 	},
 	{
 		name:       "internal/orderclient: the Temporal client side of OrderWorkflow",
@@ -456,6 +463,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"api imports gorm and go-redis", []pkg{
 			{ImportPath: m("internal/api"), Name: "api", Imports: []string{m("activities"), "gorm.io/gorm", "github.com/redis/go-redis/v9", "net/http"}},
 		}, []string{"internal/api -> gorm.io/gorm", "internal/api -> github.com/redis/go-redis/v9"}},
+		{"placement speaks HTTP and imports the API", []pkg{
+			{ImportPath: m("internal/placement"), Name: "placement", Imports: []string{m("activities"), m("internal/api"), "net/http"}},
+		}, []string{"internal/placement -> " + m("internal/api"), "internal/placement -> net/http"}},
 		{"api imports platform", []pkg{
 			{ImportPath: m("internal/api"), Name: "api", Imports: []string{m("internal/platform")}},
 		}, []string{"internal/api -> " + m("internal/platform")}},

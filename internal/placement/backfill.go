@@ -1,0 +1,98 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// claimsPage is how many idempotency keys one backfill step reads and marks.
+const claimsPage = 1000
+
+// backfillTimeout bounds one backfill of the markers.
+const backfillTimeout = 10 * time.Minute
+
+// checkOrder is the sold-out fast path's one Redis round trip (Stock.CheckOrder). While the idempotency
+// markers are not ready (a fresh or wiped Redis) it starts their backfill, and the request takes the slow
+// path meanwhile.
+func (s *Service) checkOrder(ctx context.Context, marker string, lines []ordersaga.Line) (fastCheck, error) {
+	c, err := s.cfg.Stock.CheckOrder(ctx, marker, lines)
+	if err == nil && !c.Ready {
+		s.Backfill()
+	}
+	return c, err
+}
+
+// Backfill starts the backfill of the idempotency markers from the database in the background, unless one
+// of this service runs already or Run has stopped the service; the backfill returns at once when the markers
+// are ready. The process calls it at start; a placement that finds the markers not ready calls it too.
+func (s *Service) Backfill() {
+	if !s.filling.CompareAndSwap(false, true) {
+		return
+	}
+	s.bgMu.Lock()
+	if s.bg.Err() != nil {
+		s.bgMu.Unlock()
+		s.filling.Store(false)
+		return
+	}
+	s.bgWork.Add(1)
+	s.bgMu.Unlock()
+	go func() {
+		defer s.bgWork.Done()
+		defer s.filling.Store(false)
+		ctx, cancel := context.WithTimeout(s.bg, backfillTimeout)
+		defer cancel()
+		if err := s.fillClaims(ctx); err != nil {
+			if s.bg.Err() != nil {
+				return // stopped by Run
+			}
+			s.cfg.Logger.Warn("sold-out fast path stays off: backfill of the idempotency markers failed; the next order request retries", "error", err)
+		}
+	}()
+}
+
+// fillClaims marks every key of idempotency_keys in Redis, then declares the markers ready if Redis kept its
+// data meanwhile (Stock.FinishClaimsBackfill).
+func (s *Service) fillClaims(ctx context.Context) error {
+	rs := s.cfg.Stock
+	if ready, err := rs.ClaimsReady(ctx); err != nil || ready {
+		return err
+	}
+	start := time.Now()
+	token, err := rs.BeginClaimsBackfill(ctx)
+	if err != nil {
+		return err
+	}
+	var after int64
+	marked := 0
+	for {
+		refs, err := s.cfg.Store.IdempotencyKeysAfter(ctx, after, claimsPage)
+		if err != nil {
+			return err
+		}
+		if len(refs) == 0 {
+			break
+		}
+		markers := make([]string, len(refs))
+		for i, r := range refs {
+			markers[i] = OrderID(r.UserID, r.Key, 0)
+		}
+		if err := rs.MarkClaimed(ctx, markers...); err != nil {
+			return err
+		}
+		after = refs[len(refs)-1].ID
+		marked += len(refs)
+	}
+	ok, err := rs.FinishClaimsBackfill(ctx, token)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("redis lost its data or another backfill began during this one (%d keys marked)", marked)
+	}
+	s.cfg.Logger.Info("sold-out fast path on: idempotency markers backfilled", "keys", marked, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,198 @@
+package placement_test
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/placement"
+)
+
+// TestPlace_ConcurrentSameKey: 50 requests with one key at once, spread over five services (as over five
+// starters), make exactly one order and one workflow, and every request gets the same answer.
+func TestPlace_ConcurrentSameKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	services := []*env{e, serviceOn(t, e.Env), serviceOn(t, e.Env), serviceOn(t, e.Env), serviceOn(t, e.Env)}
+	e.Stock(t, "CONC-1", 1000, 250)
+	line := ordersaga.Line{SKU: "CONC-1", Qty: 3}
+	const n = 50
+	outs := make([]placement.Outcome, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range outs {
+		wg.Go(func() {
+			<-start
+			outs[i] = services[i%len(services)].place("k-concurrent", "u-c", line)
+		})
+	}
+	close(start)
+	wg.Wait()
+	var first placement.Outcome
+	replayed := 0
+	for i, out := range outs {
+		if out.Kind != placement.Reserved && out.Kind != placement.Replayed {
+			t.Errorf("request %d: %s %+v", i, out.Kind, out)
+			continue
+		}
+		if first.Answer.Body == nil {
+			first = out
+		}
+		if out.Answer.Status != first.Answer.Status || !bytes.Equal(out.Answer.Body, first.Answer.Body) || out.OrderID != first.OrderID {
+			t.Errorf("request %d answered %d %s, another %d %s", i, out.Answer.Status, out.Answer.Body, first.Answer.Status, first.Answer.Body)
+		}
+		if out.Kind == placement.Replayed {
+			replayed++
+		}
+	}
+	if replayed != n-1 {
+		t.Logf("%d of %d answers replayed", replayed, n) // the first keeper's is not; timing decides the rest
+	}
+	if got := e.countRows("orders", "user_id = ?", "u-c"); got != 1 {
+		t.Errorf("%d orders, want exactly 1", got)
+	}
+	if got := e.countRows("order_lines", "sku = ?", "CONC-1"); got != 1 {
+		t.Errorf("%d order lines, want 1", got)
+	}
+	if got := e.countRows("stock_ledger", "sku = ? AND op = ?", "CONC-1", "DEDUCT"); got != 1 {
+		t.Errorf("%d deducts, want 1", got)
+	}
+	if got := e.countWorkflows("WorkflowType = 'OrderWorkflow' AND OrderSKUs = 'CONC-1'", 1); got != 1 {
+		t.Errorf("%d workflows, want exactly 1", got)
+	}
+	inv, err := e.Store.Inventory(context.Background(), "CONC-1")
+	if err != nil || inv.Stock != 997 {
+		t.Errorf("stock %d (%v), want 997", inv.Stock, err)
+	}
+}
+
+// TestPlace_SameKeyGatedWhileTheFirstStarts: two requests with one key and body (a client's retry after a
+// timeout). The first (B) has its units admitted and the key claimed; the retry (A) reads the key's row (not
+// started yet), then B marks the key started and places the order, then A asks the admission gate, which
+// refuses it: B's units leave none. The key's order is started, so A must answer as B does (or Pending),
+// never sold out (docs/http-api.md, "the same key while the first request is still deciding"). A Redis hook
+// orders the steps: it holds B once B is admitted and its marker set, and holds A's admission until B has
+// marked the key started.
+func TestPlace_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const sku, user, key = "RACE-1", "u-race", "k-race"
+	e.Stock(t, sku, 1, 100)
+	line := ordersaga.Line{SKU: sku, Qty: 1}
+	// The service's start-up backfill of the markers is over before the race: a backfill during it could write
+	// this key's marker, which would pass for B's step in the hook. With the markers ready B is gated before
+	// its claim, and A, which finds the marker, after its claim.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		ready, err := e.Gate.ClaimsReady(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idempotency markers are not ready a minute after the service started")
+		}
+	}
+	h := &sameKeyHook{
+		admitting: e.Redis.AdmittingKey(sku),
+		marker:    e.Redis.ClaimKey(placement.OrderID(user, key, 0)),
+		bHeld:     make(chan struct{}),
+		releaseB:  make(chan struct{}),
+	}
+	h.waitStarted = func() {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			rec, err := e.Store.IdempotencyKey(context.Background(), user, key)
+			if err == nil && rec.Started {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the first request did not mark the key started within a minute: %+v %v", rec, err)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	e.Redis.Client().AddHook(h)
+
+	var b placement.Outcome
+	var wg sync.WaitGroup
+	wg.Go(func() { b = e.place(key, user, line) })
+	select {
+	case <-h.bHeld:
+	case <-time.After(time.Minute):
+		close(h.releaseB)
+		wg.Wait()
+		t.Fatalf("the first request was not held after its admission and its marker: %s %+v", b.Kind, b)
+	}
+	a := e.place(key, user, line)
+	wg.Wait()
+
+	if b.Kind != placement.Reserved && b.Kind != placement.Replayed {
+		t.Fatalf("first request: %s %+v, want its order reserved (or the retry's kept answer)", b.Kind, b)
+	}
+	t.Logf("retry: %s", a.Kind)
+	switch a.Kind {
+	case placement.Reserved, placement.Replayed, placement.Pending:
+		if a.OrderID != b.OrderID {
+			t.Errorf("retry answered order %s (%s), the first %s", a.OrderID, a.Kind, b.OrderID)
+		}
+	default:
+		t.Errorf("retry: %s %+v, want the first request's order (reserved, replayed or pending)", a.Kind, a)
+	}
+	if h.admits.Load() != 2 {
+		t.Errorf("%d admissions asked, want 2 (the retry's must come after the first request's)", h.admits.Load())
+	}
+	if n := e.countRows("orders", "user_id = ?", user); n != 1 {
+		t.Errorf("%d orders, want 1", n)
+	}
+}
+
+// sameKeyHook orders two requests with one key (TestPlace_SameKeyGatedWhileTheFirstStarts): the first
+// admission (B's) and the marker's write are B's; once both are done B is held until the second admission
+// (A's) comes, which lets B go and waits for it to mark the key started before it runs.
+type sameKeyHook struct {
+	admitting, marker string
+	waitStarted       func()
+	bHeld, releaseB   chan struct{}
+	admits, bSteps    atomic.Int32
+}
+
+func (h *sameKeyHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *sameKeyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *sameKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		admit, mark := false, false
+		for _, c := range cmds {
+			args := c.Args()
+			switch {
+			case c.Name() == "incrby" && len(args) > 1 && args[1] == h.admitting:
+				admit = true
+			case c.Name() == "set" && len(args) > 1 && args[1] == h.marker:
+				mark = true
+			}
+		}
+		if admit && h.admits.Add(1) == 2 {
+			close(h.releaseB)
+			h.waitStarted()
+			return next(ctx, cmds)
+		}
+		err := next(ctx, cmds)
+		if (admit || mark) && h.bSteps.Add(1) == 2 {
+			close(h.bHeld)
+			select {
+			case <-h.releaseB:
+			case <-time.After(time.Minute):
+			}
+		}
+		return err
+	}
+}

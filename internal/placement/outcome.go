@@ -1,0 +1,91 @@
+package placement
+
+import (
+	"github.com/ordersaga/ordersaga"
+)
+
+// Kind is what became of one order request.
+type Kind int
+
+// The kinds of Outcome. Only Reserved and Replayed mean an order exists for the key; after any other the
+// same key may be retried (KeyReused: with its first body).
+const (
+	// Reserved: the order is reserved (Order); Answer is its first answer, kept for replays unless keeping it
+	// failed (a retry attaches to the order and keeps it then).
+	Reserved Kind = iota + 1
+	// Replayed: the key's first answer was kept: Answer, byte for byte, of order OrderID.
+	Replayed
+	// SoldOut: a line's SKU has too few units (SKU). FastPath: Redis said so before any workflow ran for the
+	// key; else the order's workflow rejected it (the key moves on to a new order ID).
+	SoldOut
+	// Gated: the admission gate refused: every unit left of SKU is being placed by other requests. No
+	// workflow was started.
+	Gated
+	// UnknownSKU: SKU is not in the inventory (before any workflow, or the workflow rejected the order).
+	UnknownSKU
+	// Rejected: the workflow rejected order OrderID for a reason other than stock (Reason, its
+	// closed_reason); the key moves on to a new order ID.
+	Rejected
+	// KeyReused: the key was first used with another request.
+	KeyReused
+	// Pending: order OrderID is started but its reservation was not decided within the wait; a retry with
+	// the key gets the answer.
+	Pending
+	// Unavailable: a backing service (Service: "database", "redis" or "temporal") failed before anything was
+	// done that a retry with the key would not redo: Err.
+	Unavailable
+)
+
+var kindNames = [...]string{
+	Reserved: "reserved", Replayed: "replayed", SoldOut: "sold out", Gated: "gated", UnknownSKU: "unknown SKU",
+	Rejected: "rejected", KeyReused: "key reused", Pending: "pending", Unavailable: "unavailable",
+}
+
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "invalid kind"
+}
+
+// Answer is a first answer of a key as its client got it (the status and body of the HTTP answer), kept in
+// idempotency_keys so a retry replays it byte for byte.
+type Answer struct {
+	Status int
+	Body   []byte
+}
+
+// Outcome is what Place decided, with what its caller needs to answer (see each Kind for its fields).
+type Outcome struct {
+	Kind     Kind
+	OrderID  string          // Reserved, Replayed, Rejected, Pending
+	Order    ordersaga.Order // Reserved
+	Answer   Answer          // Reserved, Replayed
+	SKU      string          // SoldOut, Gated, UnknownSKU
+	FastPath bool            // SoldOut: refused from Redis, no workflow run for the key
+	Reason   string          // Rejected: the order's closed_reason
+	Service  string          // Unavailable: "database", "redis" or "temporal"
+	Err      error           // Unavailable: the failure
+}
+
+// Services an Unavailable outcome names.
+const (
+	serviceDatabase = "database"
+	serviceRedis    = "redis"
+	serviceTemporal = "temporal"
+)
+
+func unavailable(service string, err error) Outcome {
+	return Outcome{Kind: Unavailable, Service: service, Err: err}
+}
+
+func soldOut(sku string, fastPath bool) Outcome {
+	return Outcome{Kind: SoldOut, SKU: sku, FastPath: fastPath}
+}
+
+func gated(sku string) Outcome { return Outcome{Kind: Gated, SKU: sku} }
+
+// replay is the outcome of a key whose first answer is kept.
+func replay(rec keyRecord) Outcome {
+	return Outcome{Kind: Replayed, OrderID: rec.OrderID, Answer: Answer{Status: rec.StatusCode, Body: rec.Body}}
+}

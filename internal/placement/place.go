@@ -1,0 +1,220 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// Place places one order request and returns what became of it. It checks the SKUs exist, refuses from the
+// sold-out fast path when Redis already says no and the key has no state (one Redis round trip, no
+// database), else claims the idempotency key, checks again, places the order (Update-with-Start) and returns
+// once the reservation is decided; a key with a kept first answer gets it again (Replayed).
+//
+// The error is ErrInvalidRequest for a request that breaks the rulebook (nothing is done), or a failure
+// that is no outcome of the contract (the order's workflow failed in a way nobody expects): Outcome.OrderID
+// then names the order, and a retry with the same key is safe. Every other failure is an Unavailable
+// outcome.
+func (s *Service) Place(ctx context.Context, req Request) (Outcome, error) {
+	if err := req.check(); err != nil {
+		return Outcome{}, err
+	}
+	req = req.canonical()
+	p := &placement{s: s, store: s.cfg.Store, stock: s.cfg.Stock, req: req, fingerprint: req.fingerprint()}
+	return p.run(ctx)
+}
+
+// placement is one Place.
+type placement struct {
+	s           *Service
+	store       Store
+	stock       Stock
+	req         Request // canonical
+	fingerprint string
+}
+
+func (p *placement) run(ctx context.Context) (Outcome, error) {
+	unknown, err := p.s.unknownSKU(ctx, p.req.Lines)
+	if err != nil {
+		return unavailable(serviceDatabase, err), nil
+	}
+	if unknown != "" {
+		return Outcome{Kind: UnknownSKU, SKU: unknown}, nil
+	}
+	// The fast path: in a flash sale almost every request ends here, so it reads Redis only. It may only
+	// refuse, and only a key without state in the database (whose first answer was never kept).
+	marker := OrderID(p.req.UserID, p.req.Key, 0)
+	fast, err := p.s.checkOrder(ctx, marker, p.req.Lines)
+	if err != nil {
+		return unavailable(serviceRedis, err), nil
+	}
+	if fast.Refuse() {
+		return soldOut(fast.SoldOutSKU, true), nil
+	}
+	// The admission gate: while the units left are all being placed by other requests, refuse rather than
+	// start one more workflow that could only be rejected (a flash sale starts about as many workflows as it
+	// has units, not one per buyer). Like the fast path it only refuses, and never a key whose order is
+	// started. A key without state is gated before the database is touched; the others after their claim.
+	// The admission's units stay counted until place hands them back (or this request ends before).
+	var adm *admitted
+	defer func() { adm.Done(context.WithoutCancel(ctx)) }()
+	if fast.Gate() {
+		// The same round trip already saw every unit left being placed: refuse without a second one.
+		return gated(fast.GatedSKU), nil
+	}
+	if fast.Ready && !fast.Claimed {
+		sku, err := p.admit(ctx, &adm)
+		switch {
+		case err != nil:
+			return unavailable(serviceRedis, err), nil
+		case sku != "":
+			return gated(sku), nil
+		}
+	}
+	rec, _, err := p.store.ClaimIdempotencyKey(ctx, p.req.UserID, p.req.Key, p.fingerprint, marker)
+	if err != nil {
+		return unavailable(serviceDatabase, err), nil
+	}
+	// Marked after the row is written: a key with a row always has a marker, or the markers are not ready.
+	if !fast.Claimed {
+		if err := p.stock.MarkClaimed(ctx, marker); err != nil {
+			return unavailable(serviceRedis, err), nil
+		}
+	}
+	if rec.Fingerprint != p.fingerprint {
+		return Outcome{Kind: KeyReused}, nil
+	}
+	if rec.Answered() {
+		return replay(rec), nil
+	}
+	// An order that is already final is answered from the database, never placed again: once Temporal has
+	// forgotten its workflow (retention), a new run under the same order ID would be a second life of it.
+	if o, err := p.store.Order(ctx, rec.OrderID); err == nil && o.Status.Final() {
+		return p.answer(ctx, rec, reservationOf(o.View())), nil
+	} else if err != nil && !errors.Is(err, errNotFound) {
+		return unavailable(serviceDatabase, err), nil
+	}
+
+	// The fast path may only refuse. It answers only while no request has started this generation's
+	// workflow: one that has is deciding, and every request with the key answers as it does.
+	if !rec.Started {
+		again, err := p.stock.CheckOrder(ctx, marker, p.req.Lines)
+		if err != nil {
+			return unavailable(serviceRedis, err), nil
+		}
+		if sku := again.SoldOutSKU; sku != "" {
+			cur, out, attach := p.refusedAfterClaim(ctx, soldOut(sku, true))
+			if !attach {
+				return out, nil
+			}
+			rec = cur
+		}
+	}
+	switch {
+	case rec.Started && adm != nil:
+		// Another request started the order meanwhile: this one attaches to it and needs no units.
+		adm.Done(context.WithoutCancel(ctx))
+		adm = nil
+	case !rec.Started && adm == nil:
+		sku, err := p.admit(ctx, &adm)
+		if err != nil {
+			return unavailable(serviceRedis, err), nil
+		}
+		if sku != "" {
+			// Refused by the units of other requests, which may include the one that started this key's
+			// order since rec was read.
+			cur, out, attach := p.refusedAfterClaim(ctx, gated(sku))
+			if !attach {
+				return out, nil
+			}
+			rec = cur
+		}
+	}
+	if err := p.store.MarkIdempotencyStarted(ctx, p.req.UserID, p.req.Key, rec.Generation); err != nil {
+		return unavailable(serviceDatabase, err), nil
+	}
+	held := adm
+	adm = nil // place hands the units back once the reservation is decided
+	res, err := p.place(ctx, rec.OrderID, held)
+	if err != nil {
+		var down *serviceerror.Unavailable
+		switch {
+		case errors.As(err, &down):
+			return unavailable(serviceTemporal, err), nil
+		case errors.Is(err, errStillDeciding):
+			return Outcome{Kind: Pending, OrderID: rec.OrderID}, nil
+		}
+		return Outcome{OrderID: rec.OrderID}, err
+	}
+	return p.answer(ctx, rec, res), nil
+}
+
+// answer is the outcome of a decided reservation: the order reserved (its answer kept for replays), or the
+// rejection.
+func (p *placement) answer(ctx context.Context, rec keyRecord, res workflows.Reservation) Outcome {
+	if res.Order.Status != ordersaga.StatusRejected {
+		return p.reserved(ctx, rec, res.Order)
+	}
+	// A rejection is not remembered: the key moves to a new order ID, so a retry is a new order (the rejected
+	// one's tombstones are final).
+	next := OrderID(p.req.UserID, p.req.Key, rec.Generation+1)
+	if err := p.store.NextIdempotencyGeneration(ctx, p.req.UserID, p.req.Key, rec.Generation, next); err != nil {
+		p.s.cfg.Logger.Warn("move idempotency key past a rejected order; a retry replays the rejection", "order_id", rec.OrderID, "error", err)
+	}
+	switch {
+	case res.SoldOutSKU != "":
+		return soldOut(res.SoldOutSKU, false)
+	case res.UnknownSKU != "":
+		return Outcome{Kind: UnknownSKU, SKU: res.UnknownSKU}
+	}
+	return Outcome{Kind: Rejected, OrderID: rec.OrderID, Reason: res.Order.ClosedReason}
+}
+
+// reserved is the outcome of a reserved order, whose answer is kept for replays; when a concurrent request
+// with the key kept its answer first, that one is the answer.
+func (p *placement) reserved(ctx context.Context, rec keyRecord, o ordersaga.Order) Outcome {
+	out := Outcome{Kind: Reserved, OrderID: o.OrderID, Order: o, Answer: p.s.cfg.KeepAs(o)}
+	kept, stored, err := p.store.KeepIdempotentAnswer(ctx, p.req.UserID, p.req.Key, rec.Generation, out.Answer.Status, out.Answer.Body)
+	if err != nil {
+		// The order is placed; a retry attaches to it and keeps the answer then.
+		p.s.cfg.Logger.Warn("keep idempotent answer", "order_id", rec.OrderID, "error", err)
+		return out
+	}
+	if !stored && kept.Answered() && kept.Generation == rec.Generation {
+		return replay(kept)
+	}
+	return out
+}
+
+// refusedAfterClaim decides a refusal (the fast path's recheck, or the admission gate) that came after the key
+// was claimed. A refusal may only answer a key whose order is not started, and the row read at the claim may
+// be stale by now (a concurrent request with the key may have started the order since), so the row is read
+// again: an answer kept is replayed; a key still not started gets the refusal. When the order is started,
+// attach is true and cur is the row to attach to it with.
+func (p *placement) refusedAfterClaim(ctx context.Context, refusal Outcome) (cur keyRecord, out Outcome, attach bool) {
+	cur, err := p.store.IdempotencyKey(ctx, p.req.UserID, p.req.Key)
+	switch {
+	case err != nil:
+		return cur, unavailable(serviceDatabase, err), false
+	case cur.Answered():
+		return cur, replay(cur), false
+	case !cur.Started:
+		return cur, refusal, false
+	}
+	return cur, Outcome{}, true
+}
+
+// admit asks the admission gate (Stock.Admit) for this request's lines: *adm is set when admitted, else the
+// SKU refused is returned (or Redis's error).
+func (p *placement) admit(ctx context.Context, adm **admitted) (string, error) {
+	a, sku, err := p.stock.Admit(ctx, p.req.Lines, p.s.cfg.PlaceTimeout+time.Minute)
+	if err == nil && sku == "" {
+		*adm = a
+	}
+	return sku, err
+}

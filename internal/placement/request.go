@@ -1,0 +1,82 @@
+package placement
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// Request is one order to place: the buyer, the Idempotency-Key and the lines, as the client sent them.
+type Request struct {
+	UserID string
+	Key    string
+	Lines  []ordersaga.Line // SKU and Qty; in any order (the same lines listed otherwise are the same request)
+}
+
+// keyPattern is the Idempotency-Key's character set (docs/http-api.md; idempotency_keys.idem_key is
+// VARCHAR(255)).
+var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
+
+// ValidKey reports whether key can be an Idempotency-Key: 1-255 characters of A-Za-z0-9-_.:
+func ValidKey(key string) bool { return keyPattern.MatchString(key) }
+
+// ErrInvalidRequest is Place's error for a request that breaks the rulebook (its caller checks the request
+// first and names the field at fault its own way: the service never places such a request).
+var ErrInvalidRequest = errors.New("invalid order request")
+
+// check returns ErrInvalidRequest, naming the fault, when r is not a valid order request.
+func (r Request) check() error {
+	switch {
+	case !ValidKey(r.Key):
+		return fmt.Errorf("%w: idempotency key", ErrInvalidRequest)
+	case !ordersaga.ValidName(r.UserID):
+		return fmt.Errorf("%w: user_id", ErrInvalidRequest)
+	}
+	if p := ordersaga.NewOrderRules.CheckLines(r.Lines); p != nil {
+		return fmt.Errorf("%w: %s", ErrInvalidRequest, p.Field())
+	}
+	return nil
+}
+
+// canonical returns r with its lines (SKU and Qty only, a copy) sorted by SKU: the form the fingerprint and
+// the workflow get.
+func (r Request) canonical() Request {
+	lines := make([]ordersaga.Line, len(r.Lines))
+	for i, l := range r.Lines {
+		lines[i] = ordersaga.Line{SKU: l.SKU, Qty: l.Qty}
+	}
+	r.Lines = lines
+	slices.SortFunc(r.Lines, func(a, b ordersaga.Line) int { return strings.Compare(a.SKU, b.SKU) })
+	return r
+}
+
+// fingerprint identifies the meaning of a canonical request: the same key with another fingerprint is
+// refused (KeyReused). Lines count in SKU order, so the same lines listed in another order are the same
+// request.
+func (r Request) fingerprint() string {
+	var b strings.Builder
+	b.WriteString(r.UserID)
+	for _, l := range r.Lines {
+		b.WriteString("\x00")
+		b.WriteString(l.SKU)
+		b.WriteString("\x00")
+		b.WriteString(strconv.FormatInt(l.Qty, 10))
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}
+
+// OrderID is the order ID of (user, Idempotency-Key) at a generation: "o-" and 24 hex characters of
+// sha256(user \x00 key \x00 generation). The generation moves on only when that order was rejected. The
+// generation-0 order ID is also the key's marker in Redis (the sold-out fast path's idempotency marker).
+func OrderID(userID, key string, generation int64) string {
+	sum := sha256.Sum256([]byte(userID + "\x00" + key + "\x00" + strconv.FormatInt(generation, 10)))
+	return "o-" + hex.EncodeToString(sum[:])[:24]
+}

@@ -1,0 +1,64 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// The order ID and the fingerprint are stored (idempotency_keys, orders, workflow IDs, Redis markers): a
+// change of either would make every key already used a new order, or a reused key. Pinned.
+func TestOrderIDAndFingerprintAreStable(t *testing.T) {
+	for _, c := range []struct {
+		user, key  string
+		generation int64
+		want       string
+	}{
+		{"u-1", "k-reserved", 0, "o-170f2161189a7b738ef35ef1"},
+		{"u-1", "k-reserved", 1, "o-51cd2945fa2189a2492f30a7"},
+		{"user.A_9", "key:with.all-chars_", 7, "o-a4437a72d676ea8da880c915"},
+	} {
+		if got := OrderID(c.user, c.key, c.generation); got != c.want {
+			t.Errorf("OrderID(%q, %q, %d) = %s, want %s", c.user, c.key, c.generation, got, c.want)
+		}
+	}
+	const want = "6833c7aec21962375e5fd2317436ae0fd28e184c08cf1225e90f8cc4f65f3d7a"
+	for _, lines := range [][]ordersaga.Line{
+		{{SKU: "SKU-1", Qty: 2}, {SKU: "SKU-2", Qty: 1}},
+		{{SKU: "SKU-2", Qty: 1}, {SKU: "SKU-1", Qty: 2, UnitPriceCents: 5}}, // the order and prices do not count
+	} {
+		r := Request{UserID: "u-1", Key: "k", Lines: lines}.canonical()
+		if got := r.fingerprint(); got != want {
+			t.Errorf("fingerprint of %v = %s, want %s", lines, got, want)
+		}
+		if r.Lines[0].SKU != "SKU-1" || r.Lines[0].UnitPriceCents != 0 {
+			t.Errorf("canonical lines %v: want SKU order, SKU and qty only", r.Lines)
+		}
+	}
+}
+
+// A request that breaks the rulebook is refused before anything is read or written (this service has no
+// stores at all).
+func TestPlace_InvalidRequestTouchesNothing(t *testing.T) {
+	svc := New(Config{KeepAs: func(ordersaga.Order) Answer { return Answer{} }})
+	line := []ordersaga.Line{{SKU: "SKU-1", Qty: 1}}
+	for _, c := range []struct {
+		name string
+		req  Request
+	}{
+		{"no_key", Request{UserID: "u", Lines: line}},
+		{"key_with_a_slash", Request{UserID: "u", Key: "a/b", Lines: line}},
+		{"key_of_256_chars", Request{UserID: "u", Key: strings.Repeat("k", 256), Lines: line}},
+		{"no_user", Request{Key: "k", Lines: line}},
+		{"no_lines", Request{UserID: "u", Key: "k"}},
+		{"qty_0", Request{UserID: "u", Key: "k", Lines: []ordersaga.Line{{SKU: "SKU-1"}}}},
+		{"duplicate_sku", Request{UserID: "u", Key: "k", Lines: append(line, line...)}},
+	} {
+		if _, err := svc.Place(context.Background(), c.req); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%s: Place = %v, want ErrInvalidRequest", c.name, err)
+		}
+	}
+}

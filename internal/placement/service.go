@@ -1,0 +1,116 @@
+package placement
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// DefaultPlaceTimeout is how long a placement waits for its reservation to be decided by default: the
+// reservation's activities give up within ~30 s.
+const DefaultPlaceTimeout = 40 * time.Second
+
+// Counter counts events (a prometheus.Counter is one).
+type Counter interface{ Inc() }
+
+// Config is what the service needs; the stores and clients are the process's, shared.
+type Config struct {
+	Logger   *slog.Logger // nil: discard
+	Temporal client.Client
+	Store    Store
+	Stock    Stock
+	// Currency is the ISO 4217 code of every order (CURRENCY).
+	Currency string
+	// PaymentTimeout is how long a new order waits for payment (0 = the workflow's default).
+	PaymentTimeout time.Duration
+	// PlaceTimeout bounds the wait for a reservation to be decided (0 = DefaultPlaceTimeout).
+	PlaceTimeout time.Duration
+	// KeepAs turns a reserved order into the first answer its client gets, which the service keeps for the
+	// key's replays (required: the caller owns the answer's form).
+	KeepAs func(ordersaga.Order) Answer
+	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
+	Places Counter
+}
+
+// Service places orders (Place) and runs their background work (Run).
+type Service struct {
+	cfg Config
+	// known caches SKUs seen in the inventory table: SKUs are never deleted, so a positive answer stays true.
+	known sync.Map
+	// placing shares one Update-with-Start among the concurrent requests for one order ID.
+	placing singleflight.Group
+	// filling is true while this process backfills the idempotency markers of the sold-out fast path.
+	filling atomic.Bool
+	// bg is the context of the background work (the backfill); stopBG cancels it, and bgWork counts what runs.
+	bg     context.Context
+	stopBG context.CancelFunc
+	bgMu   sync.Mutex // orders a start of background work before Run's stop, or after it (none starts)
+	bgWork sync.WaitGroup
+}
+
+// New returns the service. It starts nothing: the markers' backfill starts with Backfill, or when a
+// placement finds the markers not ready.
+func New(cfg Config) *Service {
+	if cfg.KeepAs == nil {
+		panic("placement: Config.KeepAs is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PlaceTimeout <= 0 {
+		cfg.PlaceTimeout = DefaultPlaceTimeout
+	}
+	if cfg.PaymentTimeout <= 0 {
+		cfg.PaymentTimeout = workflows.DefaultPaymentTimeout
+	}
+	s := &Service{cfg: cfg}
+	s.bg, s.stopBG = context.WithCancel(context.Background())
+	return s
+}
+
+// Known records that sku is in the inventory table (its admin just set it), sparing a placement the lookup.
+func (s *Service) Known(sku string) { s.known.Store(sku, true) }
+
+// Run returns once ctx is done and the service's background work has stopped (a backfill in progress is
+// cancelled; none starts after). The process runs it beside its server and waits for it before it exits. A
+// service whose Run is never called keeps its background work until the process ends.
+func (s *Service) Run(ctx context.Context) error {
+	<-ctx.Done()
+	s.bgMu.Lock()
+	s.stopBG()
+	s.bgMu.Unlock()
+	s.bgWork.Wait()
+	return nil
+}
+
+// unknownSKU returns the first SKU of lines that is not in the inventory table ("" when all exist).
+func (s *Service) unknownSKU(ctx context.Context, lines []ordersaga.Line) (string, error) {
+	var ask []string
+	for _, l := range lines {
+		if _, ok := s.known.Load(l.SKU); !ok {
+			ask = append(ask, l.SKU)
+		}
+	}
+	if len(ask) == 0 {
+		return "", nil
+	}
+	found, err := s.cfg.Store.KnownSKUs(ctx, ask)
+	if err != nil {
+		return "", err
+	}
+	for _, sku := range ask {
+		if !found[sku] {
+			return sku, nil
+		}
+		s.known.Store(sku, true)
+	}
+	return "", nil
+}

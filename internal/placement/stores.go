@@ -1,0 +1,51 @@
+package placement
+
+import (
+	"context"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/admission"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
+)
+
+// This file is the only non-test file of the package that names the stores' packages.
+
+// The stores' types the service names.
+type (
+	keyRecord = sqlstore.IdempotencyRecord // one row of idempotency_keys
+	fastCheck = admission.FastCheck        // what one Redis round trip says about a request
+	admitted  = admission.Admission        // units counted by the admission gate; Done (nil-safe) gives them back
+)
+
+// errNotFound is the stores' "no such row".
+var errNotFound = ordersaga.ErrNotFound
+
+// Store is what the service needs of the SQL store (sqlstore.Store): the inventory's SKUs, the orders
+// table, and idempotency_keys.
+type Store interface {
+	KnownSKUs(ctx context.Context, skus []string) (map[string]bool, error)
+	Order(ctx context.Context, orderID string) (ordersaga.OrderRecord, error)
+	ClaimIdempotencyKey(ctx context.Context, userID, key, fingerprint, orderID string) (sqlstore.IdempotencyRecord, bool, error)
+	IdempotencyKey(ctx context.Context, userID, key string) (sqlstore.IdempotencyRecord, error)
+	MarkIdempotencyStarted(ctx context.Context, userID, key string, generation int64) error
+	KeepIdempotentAnswer(ctx context.Context, userID, key string, generation int64, status int, body []byte) (sqlstore.IdempotencyRecord, bool, error)
+	NextIdempotencyGeneration(ctx context.Context, userID, key string, generation int64, nextOrderID string) error
+	IdempotencyKeysAfter(ctx context.Context, afterID int64, limit int) ([]sqlstore.IdempotencyKeyRef, error)
+}
+
+// Stock is what the service needs of the Redis stock store (admission.Gate: the Redis of the stock store): the sold-out fast path's
+// check, the idempotency markers and their backfill, and the admission gate.
+type Stock interface {
+	CheckOrder(ctx context.Context, marker string, lines []ordersaga.Line) (admission.FastCheck, error)
+	MarkClaimed(ctx context.Context, markers ...string) error
+	ClaimsReady(ctx context.Context) (bool, error)
+	BeginClaimsBackfill(ctx context.Context) (string, error)
+	FinishClaimsBackfill(ctx context.Context, token string) (bool, error)
+	Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*admission.Admission, string, error)
+}
+
+var (
+	_ Store = (*sqlstore.Store)(nil)
+	_ Stock = (*admission.Gate)(nil)
+)
