@@ -464,7 +464,7 @@ func TestRulesCatchViolations(t *testing.T) {
 			{ImportPath: m("internal/api"), Name: "api", Imports: []string{m("activities"), "gorm.io/gorm", "github.com/redis/go-redis/v9", "net/http"}},
 		}, []string{"internal/api -> gorm.io/gorm", "internal/api -> github.com/redis/go-redis/v9"}},
 		{"placement speaks HTTP and imports the API", []pkg{
-			{ImportPath: m("internal/placement"), Name: "placement", Imports: []string{m("activities"), m("internal/api"), "net/http"}},
+			{ImportPath: m("internal/placement"), Name: "placement", Imports: []string{m("internal/sqlstore"), m("internal/api"), "net/http"}},
 		}, []string{"internal/placement -> " + m("internal/api"), "internal/placement -> net/http"}},
 		{"api imports platform", []pkg{
 			{ImportPath: m("internal/api"), Name: "api", Imports: []string{m("internal/platform")}},
