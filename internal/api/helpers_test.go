@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,15 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
-	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/internal/webhook"
 )
@@ -235,68 +231,20 @@ func matches(m *dto.Metric, labels map[string]string) bool {
 	return true
 }
 
-// countRows counts the rows of a table matching a condition.
-func (e *apiEnv) countRows(table, where string, args ...any) int64 {
-	e.t.Helper()
-	var n int64
-	if err := e.Store.DB().Raw("SELECT COUNT(*) FROM "+table+" WHERE "+where, args...).Scan(&n).Error; err != nil {
-		e.t.Fatal(err)
-	}
-	return n
-}
-
-// countWorkflows counts the executions matching a visibility query, waiting for visibility to settle on
-// want (it is eventually consistent); it returns the last count seen.
-func (e *apiEnv) countWorkflows(query string, want int64) int64 {
-	e.t.Helper()
-	var got int64 = -1
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		res, err := e.Client.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: query})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if got = res.GetCount(); got == want {
-			return got
-		}
-	}
-	return got
-}
-
-// closedAddr is a local address nothing listens on.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// deadTemporal is a client of a Temporal frontend that does not exist.
-func deadTemporal(t testing.TB) client.Client {
-	t.Helper()
-	c, err := client.NewLazyClient(client.Options{HostPort: closedAddr(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
 // deadRedis is a Redis layer whose server does not exist.
 func deadRedis(t testing.TB) *redisstock.Store {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
 	return redisstock.New(rdb, "", 0)
 }
 
-// deadStore is a database layer whose connections are closed.
-func deadStore(t testing.TB) *sqlstore.Store {
-	t.Helper()
-	s := testenv.MustOpenStore(t)
-	s.Close()
-	return s
+func (e *apiEnv) countRows(table, where string, args ...any) int64 {
+	e.t.Helper()
+	return e.CountRows(e.t, table, where, args...)
+}
+
+func (e *apiEnv) countWorkflows(query string, want int64) int64 {
+	e.t.Helper()
+	return e.CountWorkflows(e.t, query, want)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
 // TestOperations covers /healthz, /readyz, /metrics and the answers of routes that do not exist.
@@ -32,7 +34,7 @@ func TestOperations(t *testing.T) {
 	t.Run("readyz_names_what_is_down", func(t *testing.T) {
 		t.Parallel()
 		down := serveAPI(t, e.Env, func(d *api.Deps) {
-			d.Temporal, d.Redis, d.Store = deadTemporal(t), deadRedis(t), deadStore(t)
+			d.Temporal, d.Redis, d.Store = sagatest.DeadTemporal(t), deadRedis(t), testenv.DeadStore(t)
 		})
 		p := down.do(http.MethodGet, "/readyz", nil, nil).wantProblem(t, http.StatusServiceUnavailable, "not-ready")
 		for _, name := range []string{"temporal", "redis", "database"} {

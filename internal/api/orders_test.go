@@ -14,6 +14,8 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -264,9 +266,9 @@ func TestPlaceOrder_Refusals(t *testing.T) {
 		e.Stock(t, "R-DOWN", 10, 100)
 		body := orderBody("u-r-down", ordersaga.Line{SKU: "R-DOWN", Qty: 1})
 		for _, down := range []*apiEnv{
-			serveAPI(t, e.Env, func(d *api.Deps) { d.Temporal = deadTemporal(t) }),
+			serveAPI(t, e.Env, func(d *api.Deps) { d.Temporal = sagatest.DeadTemporal(t) }),
 			serveAPI(t, e.Env, func(d *api.Deps) { d.Redis = deadRedis(t) }),
-			serveAPI(t, e.Env, func(d *api.Deps) { d.Store = deadStore(t) }),
+			serveAPI(t, e.Env, func(d *api.Deps) { d.Store = testenv.DeadStore(t) }),
 		} {
 			r := down.place("k-r-down", body)
 			r.wantProblem(t, http.StatusServiceUnavailable, "unavailable")

@@ -12,6 +12,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/webhook"
 )
 
@@ -249,7 +250,7 @@ func TestPaymentWebhook(t *testing.T) {
 
 	t.Run("transient_failure_is_5xx", func(t *testing.T) {
 		t.Parallel()
-		down := serveAPI(t, e.Env, func(d *api.Deps) { d.Temporal = deadTemporal(t) })
+		down := serveAPI(t, e.Env, func(d *api.Deps) { d.Temporal = sagatest.DeadTemporal(t) })
 		ev := api.PaymentEvent{EventID: "evt-transient", OrderID: "o-x", AmountCents: 1, Currency: testCurrency, Status: "succeeded"}
 		r := down.pay(ev, time.Now(), testSecret)
 		if r.status < 500 {

@@ -5,23 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/placement"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
-	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -109,33 +104,6 @@ func want(t testing.TB, out placement.Outcome, kind placement.Kind) placement.Ou
 	return out
 }
 
-// countRows counts the rows of a table matching a condition.
-func (e *env) countRows(table, where string, args ...any) int64 {
-	e.t.Helper()
-	var n int64
-	if err := e.Store.DB().Raw("SELECT COUNT(*) FROM "+table+" WHERE "+where, args...).Scan(&n).Error; err != nil {
-		e.t.Fatal(err)
-	}
-	return n
-}
-
-// countWorkflows counts the executions matching a visibility query, waiting for visibility to settle on
-// want (it is eventually consistent); it returns the last count seen.
-func (e *env) countWorkflows(query string, want int64) int64 {
-	e.t.Helper()
-	var got int64 = -1
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		res, err := e.Client.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: query})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if got = res.GetCount(); got == want {
-			return got
-		}
-	}
-	return got
-}
-
 // noWorkflow fails the test when the order has a workflow.
 func (e *env) noWorkflow(t testing.TB, orderID, why string) {
 	t.Helper()
@@ -146,47 +114,12 @@ func (e *env) noWorkflow(t testing.TB, orderID, why string) {
 	}
 }
 
-// deleteKeys deletes the keys matching each pattern and returns how many it deleted.
-func deleteKeys(t *testing.T, rdb redis.UniversalClient, patterns ...string) int {
-	t.Helper()
-	ctx := context.Background()
-	n := 0
-	for _, pattern := range patterns {
-		keys, err := rdb.Keys(ctx, pattern).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(keys) > 0 {
-			if err := rdb.Del(ctx, keys...).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		n += len(keys)
-	}
-	return n
+func (e *env) countRows(table, where string, args ...any) int64 {
+	e.t.Helper()
+	return e.CountRows(e.t, table, where, args...)
 }
 
-// deadTemporal is a client of a Temporal frontend that does not exist.
-func deadTemporal(t testing.TB) client.Client {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c, err := client.NewLazyClient(client.Options{HostPort: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-// deadStore is a database layer whose connections are closed.
-func deadStore(t testing.TB) placement.Store {
-	t.Helper()
-	s := testenv.MustOpenStore(t)
-	s.Close()
-	return s
+func (e *env) countWorkflows(query string, want int64) int64 {
+	e.t.Helper()
+	return e.CountWorkflows(e.t, query, want)
 }

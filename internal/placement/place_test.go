@@ -12,6 +12,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/placement"
+	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -128,7 +129,7 @@ func TestPlace_SoldOut(t *testing.T) {
 		// database as reconciliation does): the fast path is off until the markers are backfilled from the
 		// database, and a placed key still replays meanwhile and after.
 		prefix := strings.TrimSuffix(e.Redis.ClaimKey(""), "idem:")
-		wiped := deleteKeys(t, e.Redis.Client(), prefix+"idem:*", prefix+"{idem}:*")
+		wiped := testenv.DeleteKeys(t, e.Redis.Client(), prefix+"idem:*", prefix+"{idem}:*")
 		if wiped < 3 {
 			t.Fatalf("wiped %d marker keys, want at least the 2 placed keys' and ready", wiped)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/placement"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -22,9 +23,9 @@ func TestPlace_Unavailable(t *testing.T) {
 		service, key string
 		change       func(*placement.Config)
 	}{
-		{"temporal", "k-down", func(c *placement.Config) { c.Temporal = deadTemporal(t) }},
+		{"temporal", "k-down", func(c *placement.Config) { c.Temporal = sagatest.DeadTemporal(t) }},
 		{"redis", "k-down-redis", func(c *placement.Config) { c.Stock = admission.New(testenv.UnreachableRedis(t)) }},
-		{"database", "k-down-db", func(c *placement.Config) { c.Store = deadStore(t) }},
+		{"database", "k-down-db", func(c *placement.Config) { c.Store = testenv.DeadStore(t) }},
 	} {
 		down := serviceOn(t, e.Env, c.change)
 		if out := want(t, down.place(c.key, "u-down", line), placement.Unavailable); out.Service != c.service || out.Err == nil {

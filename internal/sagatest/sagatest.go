@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -82,4 +83,42 @@ func (e *Env) Stock(tb testing.TB, sku string, stock, priceCents int64) {
 	if err := e.Redis.SetAvailable(ctx, sku, stock); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// CountRows counts the rows of a table matching a condition.
+func (e *Env) CountRows(tb testing.TB, table, where string, args ...any) int64 {
+	tb.Helper()
+	var n int64
+	if err := e.Store.DB().Raw("SELECT COUNT(*) FROM "+table+" WHERE "+where, args...).Scan(&n).Error; err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// CountWorkflows counts the executions matching a visibility query, waiting for visibility to settle on
+// want (it is eventually consistent); it returns the last count seen.
+func (e *Env) CountWorkflows(tb testing.TB, query string, want int64) int64 {
+	tb.Helper()
+	var got int64 = -1
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		res, err := e.Client.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if got = res.GetCount(); got == want {
+			return got
+		}
+	}
+	return got
+}
+
+// DeadTemporal is a client of a Temporal frontend that does not exist.
+func DeadTemporal(tb testing.TB) client.Client {
+	tb.Helper()
+	c, err := client.NewLazyClient(client.Options{HostPort: testenv.ClosedAddr(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	return c
 }

@@ -168,3 +168,43 @@ func MustOpenRedisSKU(tb testing.TB, avail int64) (*redisstock.Store, string) {
 	}
 	return rs, sku
 }
+
+// ClosedAddr is a local address nothing listens on.
+func ClosedAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// DeadStore is a SQL store whose connections are closed: every call fails.
+func DeadStore(tb testing.TB) *sqlstore.Store {
+	tb.Helper()
+	s := MustOpenStore(tb)
+	s.Close()
+	return s
+}
+
+// DeleteKeys deletes the Redis keys matching each pattern and returns how many it deleted.
+func DeleteKeys(tb testing.TB, rdb redis.UniversalClient, patterns ...string) int {
+	tb.Helper()
+	ctx := context.Background()
+	n := 0
+	for _, pattern := range patterns {
+		keys, err := rdb.Keys(ctx, pattern).Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(keys) > 0 {
+			if err := rdb.Del(ctx, keys...).Err(); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		n += len(keys)
+	}
+	return n
+}
