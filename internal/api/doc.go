@@ -6,9 +6,10 @@
 // POST /v1/orders decodes and validates the request, then calls internal/placement (the place-order service,
 // which owns the fast path, the admission gate and the idempotency key) and maps its outcome to the contract.
 //
-// May import: the root package, activities (the stores, through their types), workflows,
-// internal/orderclient, internal/placement, internal/webhook, the Temporal client and API, Prometheus, tally
-// and the standard library (net/http). Must not import go-redis, GORM, database/sql or any driver directly,
+// May import: the root package, workflows, the stores' packages (internal/sqlstore, internal/redisstock,
+// internal/admission), internal/reconcile (the admin stock set, the close of a gone order), internal/placement,
+// internal/orderclient, internal/webhook, the Temporal client and API, Prometheus, tally and the standard
+// library (net/http). Must not import go-redis, GORM, database/sql or any driver directly,
 // internal/platform, internal/testenv or internal/sagatest, or the Temporal workflow, worker or server
 // packages (checked by internal/layers).
 package api

@@ -2,6 +2,6 @@
 // reconciliation tests end every run with it (the flash-sale tool judges from outside, with the counts its
 // report needs: flashsale/internal/sale).
 //
-// May import: the root package, activities (which reads the stores) and the standard library; no third-party
+// May import: the root package, internal/sqlstore and internal/redisstock (their reads) and the standard library; no third-party
 // package, no database/sql, no net (checked by internal/layers).
 package invariants

@@ -164,7 +164,7 @@ var layers = []layer{
 	{
 		name: "internal/api: the HTTP layer reaches the stores through their packages, never go-redis, GORM or SQL directly",
 		pkgs: paths("internal/api/..."),
-		module: []string{"", "activities", "workflows", "internal/orderclient", "internal/placement", "internal/webhook",
+		module: []string{"", "workflows", "internal/orderclient", "internal/placement", "internal/webhook",
 			"internal/sqlstore", "internal/redisstock", "internal/admission", "internal/reconcile"},
 		thirdParty: []string{"..."},
 		forbid: concat(storeLibs, []string{"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/worker",
@@ -461,7 +461,7 @@ func TestRulesCatchViolations(t *testing.T) {
 			{ImportPath: m("workflows/sub"), Name: "sub", Imports: []string{"database/sql", "net/http", "math/rand/v2"}},
 		}, []string{"workflows/sub -> database/sql", "workflows/sub -> net/http", "workflows/sub -> math/rand/v2"}},
 		{"api imports gorm and go-redis", []pkg{
-			{ImportPath: m("internal/api"), Name: "api", Imports: []string{m("activities"), "gorm.io/gorm", "github.com/redis/go-redis/v9", "net/http"}},
+			{ImportPath: m("internal/api"), Name: "api", Imports: []string{m("internal/sqlstore"), "gorm.io/gorm", "github.com/redis/go-redis/v9", "net/http"}},
 		}, []string{"internal/api -> gorm.io/gorm", "internal/api -> github.com/redis/go-redis/v9"}},
 		{"placement speaks HTTP and imports the API", []pkg{
 			{ImportPath: m("internal/placement"), Name: "placement", Imports: []string{m("internal/sqlstore"), m("internal/api"), "net/http"}},
