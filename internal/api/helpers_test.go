@@ -243,8 +243,3 @@ func (e *apiEnv) countRows(table, where string, args ...any) int64 {
 	e.t.Helper()
 	return e.CountRows(e.t, table, where, args...)
 }
-
-func (e *apiEnv) countWorkflows(query string, want int64) int64 {
-	e.t.Helper()
-	return e.CountWorkflows(e.t, query, want)
-}
