@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
@@ -23,6 +25,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/internal/webhook"
 )
@@ -242,4 +245,49 @@ func deadRedis(t testing.TB) *redisstock.Store {
 func (e *apiEnv) countRows(table, where string, args ...any) int64 {
 	e.t.Helper()
 	return e.CountRows(e.t, table, where, args...)
+}
+
+// droppedUserStore opens a store on the MySQL database dsn as a user of its own, then drops the user: every
+// statement after dials (no idle connections) and the server answers "Access denied for user
+// '<user>'@'<host>'". It returns the store, the user, the server's address, and recreate, which gives the
+// user back.
+func droppedUserStore(ctx context.Context, t *testing.T, dsn string) (s *sqlstore.Store, user, addr string, recreate func()) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	user = "leak_" + testenv.RandomID(4)
+	recreate = func() {
+		for _, q := range []string{
+			"CREATE USER '" + user + "'@'%' IDENTIFIED BY 'leak-pass'",
+			"GRANT ALL ON " + cfg.DBName + ".* TO '" + user + "'@'%'",
+		} {
+			if _, err := admin.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	recreate()
+	t.Cleanup(func() { _, _ = admin.Exec("DROP USER IF EXISTS '" + user + "'@'%'") })
+	ucfg := cfg.Clone()
+	ucfg.User, ucfg.Passwd = user, "leak-pass"
+	if s, err = sqlstore.Open(ctx, ucfg.FormatDSN(), ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	pool, err := s.DB().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.SetMaxIdleConns(0) // every statement dials, as the user of the moment
+	if _, err := admin.Exec("DROP USER '" + user + "'@'%'"); err != nil {
+		t.Fatal(err)
+	}
+	return s, user, cfg.Addr, recreate
 }

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -120,48 +118,13 @@ func failingWorkerStore(t *testing.T, items ...testenv.Item) (apiStore, workerSt
 	}
 	t.Cleanup(func() { apiStore.Close() })
 	seed(apiStore)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	user := "leak_" + testenv.RandomID(4)
-	create := func() {
-		for _, q := range []string{
-			"CREATE USER '" + user + "'@'%' IDENTIFIED BY 'leak-pass'",
-			"GRANT ALL ON " + cfg.DBName + ".* TO '" + user + "'@'%'",
-		} {
-			if _, err := admin.Exec(q); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
-	}
-	create()
-	t.Cleanup(func() { _, _ = admin.Exec("DROP USER IF EXISTS '" + user + "'@'%'") })
-	wcfg := cfg.Clone()
-	wcfg.User, wcfg.Passwd = user, "leak-pass"
-	if workerStore, err = sqlstore.Open(ctx, wcfg.FormatDSN(), ""); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { workerStore.Close() })
-	pool, err := workerStore.DB().DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.SetMaxIdleConns(0) // every statement dials, as the user of the moment
-	if _, err := admin.Exec("DROP USER '" + user + "'@'%'"); err != nil {
-		t.Fatal(err)
-	}
+	workerStore, user, addr, create := droppedUserStore(ctx, t, dsn)
 	if _, err := workerStore.Inventory(ctx, items[0].SKU); err == nil || !strings.Contains(err.Error(), user) {
 		t.Fatalf("a read as a dropped user: %v, want an error naming %s", err, user)
 	} else {
 		t.Logf("the worker's database answers: %v", err)
 	}
-	host, _, _ := strings.Cut(cfg.Addr, ":")
+	host, _, _ := strings.Cut(addr, ":")
 	return apiStore, workerStore, []string{user, "access denied", "1045", host, "inventory", "select"}, create
 }
 

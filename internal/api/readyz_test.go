@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
@@ -69,44 +67,11 @@ func unreachableStore(t *testing.T) (*sqlstore.Store, []string) {
 		s.Close()
 		return s, []string{"closed", "sql:"}
 	}
-	dsn := testenv.MySQLDatabase(t)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	user := "leak_" + testenv.RandomID(4)
-	for _, q := range []string{
-		"CREATE USER '" + user + "'@'%' IDENTIFIED BY 'leak-pass'",
-		"GRANT ALL ON " + cfg.DBName + ".* TO '" + user + "'@'%'",
-	} {
-		if _, err := admin.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	t.Cleanup(func() { _, _ = admin.Exec("DROP USER IF EXISTS '" + user + "'@'%'") })
-	cfg.User, cfg.Passwd = user, "leak-pass"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := sqlstore.Open(ctx, cfg.FormatDSN(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	pool, err := s.DB().DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.SetMaxIdleConns(0) // the next ping dials, as the dropped user
-	if _, err := admin.Exec("DROP USER '" + user + "'@'%'"); err != nil {
-		t.Fatal(err)
-	}
+	s, user, addr, _ := droppedUserStore(ctx, t, testenv.MySQLDatabase(t))
 	if err := s.Ping(ctx); err == nil || !strings.Contains(err.Error(), user) {
 		t.Fatalf("ping as a dropped user: %v, want an error naming %s", err, user)
 	}
-	return s, []string{user, cfg.Addr, "access denied", "1045"}
+	return s, []string{user, addr, "access denied", "1045"}
 }
