@@ -34,39 +34,11 @@ func (s *Store) KnownSKUs(ctx context.Context, skus []string) (map[string]bool, 
 	return out, nil
 }
 
-// SetInventory creates or replaces a SKU's stock and price (admin and seeding; not for orders).
+// SetInventory creates or replaces a SKU's stock and price (seeding and tests; not for orders, and Redis is
+// left alone: reconcile.SetStock sets both).
 func (s *Store) SetInventory(ctx context.Context, sku string, stock, priceCents int64) error {
-	if sku == "" {
-		return errors.New("set inventory: sku is empty")
-	}
-	if priceCents < 0 {
-		return fmt.Errorf("set inventory %s: price_cents must not be negative (got %d)", sku, priceCents)
-	}
-	if err := ordersaga.CheckStock(sku, stock); err != nil {
-		return fmt.Errorf("set inventory %w", err)
-	}
-	return s.inTx(ctx, func(tx *gorm.DB) error {
-		now := s.now()
-		res := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, updated_at = ? WHERE sku = ?", stock, priceCents, now, sku)
-		if res.Error != nil {
-			return fmt.Errorf("set inventory %s: %w", sku, res.Error)
-		}
-		if res.RowsAffected > 0 {
-			return nil
-		}
-		var n int64
-		if err := tx.Raw("SELECT COUNT(*) FROM inventory WHERE sku = ?", sku).Scan(&n).Error; err != nil {
-			return fmt.Errorf("set inventory %s: %w", sku, err)
-		}
-		if n > 0 { // MySQL reports 0 rows affected when nothing changed
-			return nil
-		}
-		if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, updated_at) VALUES (?, ?, ?, ?)",
-			sku, stock, priceCents, now).Error; err != nil {
-			return fmt.Errorf("set inventory %s: %w", sku, err)
-		}
-		return nil
-	})
+	_, err := s.SetInventoryLocked(ctx, sku, stock, priceCents, func(*Locked, int64) error { return nil })
+	return err
 }
 
 // Inventory reads one SKU; ordersaga.ErrNotFound when it does not exist.
