@@ -44,3 +44,26 @@ func IsSoldOut(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// LimitExceededError is the refusal of a line that would take the units one user holds or has bought of a
+// SKU past the SKU's per-user limit: Held is what the user already held or bought (over its orders
+// RESERVING, AWAITING_PAYMENT or PAID) before this order. Not remembered: the same request may succeed once
+// the user's other orders are cancelled or expire.
+type LimitExceededError struct {
+	SKU   string
+	Limit int64
+	Held  int64
+}
+
+func (e *LimitExceededError) Error() string {
+	return fmt.Sprintf("per-user limit of %s exceeded: limit %d, already held %d", e.SKU, e.Limit, e.Held)
+}
+
+// IsLimitExceeded reports whether err is a per-user-limit refusal, and which.
+func IsLimitExceeded(err error) (*LimitExceededError, bool) {
+	var le *LimitExceededError
+	if errors.As(err, &le) {
+		return le, true
+	}
+	return nil, false
+}

@@ -98,6 +98,8 @@ const (
 type SKUTruth struct {
 	Stock int64
 	Known bool
+	// PerUserLimit is the SKU's per-user limit (0: none).
+	PerUserLimit int64
 	// Deducted are the orders (among those asked about and those with ledger rows newer than the watermark)
 	// whose DEDUCT of the SKU stands, i.e. is not restored: their units are out of db.stock.
 	Deducted []string

@@ -135,6 +135,14 @@ func CheckStored(op string, orderID string, lines []Line) error {
 	return fmt.Errorf("%s %s: line sku=%q qty=%d: sku must be set and qty positive", op, orderID, l.SKU, l.Qty)
 }
 
+// CheckPerUserLimit refuses a per-user limit below 0 or above MaxStock (0 is no limit), naming the SKU.
+func CheckPerUserLimit(sku string, limit int64) error {
+	if limit < 0 || limit > MaxStock {
+		return fmt.Errorf("%s: per_user_limit %d: want 0 (no limit) to %d", sku, limit, MaxStock)
+	}
+	return nil
+}
+
 // RejectKind is why an order was REJECTED: the words that begin its closed_reason.
 type RejectKind string
 
@@ -142,6 +150,7 @@ type RejectKind string
 const (
 	RejectSoldOut    RejectKind = "sold out"           // a line had too few units (SKU names it)
 	RejectUnknownSKU RejectKind = "unknown sku"        // a line's SKU is not in the inventory (SKU names it)
+	RejectLimit      RejectKind = "limit exceeded"     // a line would pass its SKU's per-user limit (SKU, Limit, Held)
 	RejectFailed     RejectKind = "reservation failed" // anything else (Failure names the failure's kind)
 )
 
@@ -151,22 +160,35 @@ type RejectReason struct {
 	Kind    RejectKind
 	SKU     string // RejectSoldOut, RejectUnknownSKU
 	Failure string // RejectFailed: a short kind ("Compensated", "timeout", ...), never an error chain
+	Limit   int64  // RejectLimit: the SKU's per-user limit
+	Held    int64  // RejectLimit: the units the user already held or bought
 }
 
-// String is the closed_reason: "sold out: <sku>", "unknown sku: <sku>" or "reservation failed: <kind>".
+// String is the closed_reason: "sold out: <sku>", "unknown sku: <sku>", "limit exceeded: <sku> limit <n>
+// held <n>" or "reservation failed: <kind>".
 func (r RejectReason) String() string {
-	if r.Kind == RejectFailed {
+	switch r.Kind {
+	case RejectFailed:
 		return string(r.Kind) + ": " + r.Failure
+	case RejectLimit:
+		return fmt.Sprintf("%s: %s limit %d held %d", r.Kind, r.SKU, r.Limit, r.Held)
 	}
 	return string(r.Kind) + ": " + r.SKU
 }
 
 // ParseRejectReason reads a closed_reason written by RejectReason.String; ok is false for any other text.
 func ParseRejectReason(s string) (r RejectReason, ok bool) {
-	for _, k := range []RejectKind{RejectSoldOut, RejectUnknownSKU, RejectFailed} {
+	for _, k := range []RejectKind{RejectSoldOut, RejectUnknownSKU, RejectLimit, RejectFailed} {
 		if rest, found := strings.CutPrefix(s, string(k)+": "); found {
-			if k == RejectFailed {
+			switch k {
+			case RejectFailed:
 				return RejectReason{Kind: k, Failure: rest}, true
+			case RejectLimit:
+				r := RejectReason{Kind: k}
+				if n, err := fmt.Sscanf(rest, "%s limit %d held %d", &r.SKU, &r.Limit, &r.Held); err != nil || n != 3 {
+					return RejectReason{}, false
+				}
+				return r, true
 			}
 			return RejectReason{Kind: k, SKU: rest}, true
 		}

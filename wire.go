@@ -31,5 +31,7 @@ type InventoryBody struct {
 	RedisAvailable *int64 `json:"redis_available"`
 	Holds          int64  `json:"holds"`
 	PriceCents     int64  `json:"price_cents"`
-	Drift          *int64 `json:"drift"`
+	// PerUserLimit is the units of the SKU one user may hold or buy (0: no limit).
+	PerUserLimit int64  `json:"per_user_limit"`
+	Drift        *int64 `json:"drift"`
 }

@@ -35,8 +35,11 @@ type Activities struct {
 // LineInput names one line of one order.
 type LineInput struct {
 	OrderID string
-	SKU     string
-	Qty     int64
+	// UserID is the buyer, whose units of the SKU count against its per-user limit ("" in the histories of
+	// workflows started before the limit existed: not counted in Redis; the deduct still enforces it).
+	UserID string
+	SKU    string
+	Qty    int64
 	// Sold (release only) says the database kept the order's units sold (its restore answered Sold: the
 	// order is PAID), so a confirmed hold is not given back.
 	Sold bool
@@ -70,6 +73,9 @@ func businessError(err error) error {
 	if sku, ok := ordersaga.IsSoldOut(err); ok {
 		return nonRetryable(ErrTypeSoldOut, err, sku)
 	}
+	if le, ok := ordersaga.IsLimitExceeded(err); ok {
+		return nonRetryable(ErrTypeLimitExceeded, err, *le)
+	}
 	switch {
 	case errors.Is(err, ordersaga.ErrCompensated):
 		return nonRetryable(ErrTypeCompensated, err)
@@ -92,7 +98,7 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.R
 		return "", nonRetryable(ErrTypeBadInput, fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", in.OrderID, in.SKU, in.Qty))
 	}
 	r := reconcile.Reserver{Redis: a.Redis, Store: a.Store, DBFallback: a.DBFallback, Metrics: a.Metrics, State: &a.fallback}
-	out, err := r.Reserve(ctx, in.OrderID, in.SKU, in.Qty)
+	out, err := r.Reserve(ctx, in.OrderID, "", in.SKU, in.Qty)
 	if errors.Is(err, ordersaga.ErrNotLoaded) {
 		return "", failNotLoaded(ctx, in, err)
 	}
@@ -127,7 +133,7 @@ func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ordersaga.R
 	if sold {
 		release = a.Redis.ReleaseUnsold
 	}
-	out, err := release(ctx, in.OrderID, in.SKU)
+	out, err := release(ctx, in.OrderID, in.UserID, in.SKU)
 	if err != nil {
 		return "", err
 	}

@@ -31,7 +31,7 @@ func newDBOnlyEnv(t *testing.T, sku string, stock int64) *dbOnlyEnv {
 	t.Helper()
 	store := testenv.MustOpenStore(t)
 	rs := testenv.MustOpenRedis(t)
-	if _, err := reconcile.SetStock(t.Context(), store, rs, sku, stock, 100); err != nil {
+	if _, err := reconcile.SetStock(t.Context(), store, rs, sqlstore.InventorySpec{SKU: sku, Stock: stock, PriceCents: 100}); err != nil {
 		t.Fatal(err)
 	}
 	return &dbOnlyEnv{

@@ -8,4 +8,6 @@ const (
 	ErrTypeUnknownSKU  = "UnknownSKU"
 	ErrTypeNotLoaded   = "NotLoaded"
 	ErrTypeBadInput    = "BadInput"
+	// ErrTypeLimitExceeded carries the *ordersaga.LimitExceededError as its details.
+	ErrTypeLimitExceeded = "LimitExceeded"
 )

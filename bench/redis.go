@@ -38,7 +38,7 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	}
 	reserveOp := func(sku string, wantSoldOut bool) op {
 		return func(ctx context.Context, w int, seq int64) error {
-			_, err := rs.Reserve(ctx, "o-"+strconv.FormatInt(seq, 10), sku, 1)
+			_, err := rs.Reserve(ctx, "o-"+strconv.FormatInt(seq, 10), "", sku, 1)
 			if _, ok := ordersaga.IsSoldOut(err); ok && wantSoldOut {
 				return nil
 			}

@@ -62,7 +62,7 @@ func prepareInventory(ctx context.Context, store *sqlstore.Store, rs *redisstock
 		return nil, nil
 	}
 	for _, d := range demoSKUs {
-		if _, err := reconcile.SetStock(ctx, store, rs, d.SKU, d.Stock, d.PriceCents); err != nil {
+		if _, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: d.SKU, Stock: d.Stock, PriceCents: d.PriceCents}); err != nil {
 			return nil, fmt.Errorf("demo sku: %w", err)
 		}
 	}

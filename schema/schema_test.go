@@ -52,8 +52,12 @@ func wantShape() shape {
 			Keys:    []string{"pk(version)"},
 		},
 		"inventory": {
-			Columns: notNull("sku", "stock", "price_cents", "updated_at"),
+			Columns: notNull("sku", "stock", "price_cents", "updated_at", "per_user_limit"), // 0004: per_user_limit
 			Keys:    []string{"pk(sku)"},
+		},
+		"user_units": { // 0004: the units of a SKU one user holds or bought, for SKUs with a per-user limit
+			Columns: notNull("sku", "user_id", "units"),
+			Keys:    []string{"pk(sku,user_id)"},
 		},
 		"stock_ledger": {
 			Columns: notNull("id", "order_id", "sku", "op", "qty", "created_at"),

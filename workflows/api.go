@@ -71,6 +71,9 @@ type Reservation struct {
 	SoldOutSKU string
 	// UnknownSKU names a line whose SKU does not exist.
 	UnknownSKU string
+	// LimitExceeded names the line that would have passed its SKU's per-user limit, the limit and what the
+	// user already held (set only when the order was rejected for it).
+	LimitExceeded *ordersaga.LimitExceededError `json:",omitempty"`
 }
 
 // Custom search attributes upserted at every status change, for operators' list queries in the Temporal UI.

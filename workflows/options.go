@@ -12,6 +12,7 @@ import (
 // Business outcomes never retry; everything else does.
 var nonRetryableTypes = []string{
 	activities.ErrTypeSoldOut, activities.ErrTypeCompensated, activities.ErrTypeUnknownSKU, activities.ErrTypeBadInput,
+	activities.ErrTypeLimitExceeded,
 }
 
 // Timeouts are short so that a step on a dead worker is retried on another within seconds; the

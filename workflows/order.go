@@ -40,6 +40,7 @@ type orderWorkflow struct {
 	drained           bool   // the inboxes were drained; nothing takes messages any more
 
 	soldOutSKU, unknownSKU string
+	limit                  *ordersaga.LimitExceededError // the per-user limit a line would have passed
 	// reserveStarted/deductStarted: a step that was started is compensated whatever it answered, because
 	// an attempt may have landed after its timeout (the tombstones make that safe).
 	reserveStarted, deductStarted bool
@@ -105,7 +106,7 @@ func (w *orderWorkflow) setup(ctx workflow.Context) error {
 		if err := workflow.Await(ctx, func() bool { return w.order.Status != ordersaga.StatusReserving }); err != nil {
 			return Reservation{}, err
 		}
-		return Reservation{Order: w.view(), SoldOutSKU: w.soldOutSKU, UnknownSKU: w.unknownSKU}, nil
+		return Reservation{Order: w.view(), SoldOutSKU: w.soldOutSKU, UnknownSKU: w.unknownSKU, LimitExceeded: w.limit}, nil
 	}); err != nil {
 		return fmt.Errorf("set update handler: %w", err)
 	}
@@ -165,7 +166,7 @@ func (w *orderWorkflow) reserve(ctx workflow.Context) error {
 	futures := make([]workflow.Future, len(w.order.Lines))
 	for i, l := range w.order.Lines {
 		futures[i] = workflow.ExecuteLocalActivity(actx, acts.ReserveLine,
-			activities.LineInput{OrderID: w.in.OrderID, SKU: l.SKU, Qty: l.Qty})
+			activities.LineInput{OrderID: w.in.OrderID, UserID: w.in.UserID, SKU: l.SKU, Qty: l.Qty})
 	}
 	w.reserveStarted = true
 	var first error
@@ -190,19 +191,7 @@ func (w *orderWorkflow) deduct(ctx workflow.Context) error {
 		OrderID: w.in.OrderID, UserID: w.in.UserID, Currency: w.in.Currency, PayBy: payBy, Lines: w.order.Lines,
 	}).Get(ctx, &res)
 	if err != nil {
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeSoldOut {
-			var sku string
-			if appErr.HasDetails() && appErr.Details(&sku) == nil {
-				w.soldOutSKU = sku
-			}
-		}
-		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeUnknownSKU && w.unknownSKU == "" {
-			var sku string
-			if appErr.HasDetails() && appErr.Details(&sku) == nil {
-				w.unknownSKU = sku
-			}
-		}
+		w.noteBusinessFailure(err, "")
 		return fmt.Errorf("deduct: %w", err)
 	}
 	w.order.Lines = res.Lines
@@ -211,11 +200,15 @@ func (w *orderWorkflow) deduct(ctx workflow.Context) error {
 	return nil
 }
 
-// noteBusinessFailure remembers which SKU made the order fail, for the API's answer.
+// noteBusinessFailure remembers which SKU made the order fail (the first of each kind), for the API's answer:
+// sku is the line's, or "" to read it from the error's details (the deduct's, which covers every line).
 func (w *orderWorkflow) noteBusinessFailure(err error, sku string) {
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) {
 		return
+	}
+	if sku == "" && appErr.HasDetails() && appErr.Type() != activities.ErrTypeLimitExceeded {
+		_ = appErr.Details(&sku)
 	}
 	switch appErr.Type() {
 	case activities.ErrTypeSoldOut:
@@ -225,6 +218,11 @@ func (w *orderWorkflow) noteBusinessFailure(err error, sku string) {
 	case activities.ErrTypeUnknownSKU:
 		if w.unknownSKU == "" {
 			w.unknownSKU = sku
+		}
+	case activities.ErrTypeLimitExceeded:
+		var le ordersaga.LimitExceededError
+		if w.limit == nil && appErr.HasDetails() && appErr.Details(&le) == nil {
+			w.limit = &le
 		}
 	}
 }
@@ -255,6 +253,8 @@ func (w *orderWorkflow) reject(ctx workflow.Context, cause error) (ordersaga.Ord
 		reason = ordersaga.RejectReason{Kind: ordersaga.RejectSoldOut, SKU: w.soldOutSKU}
 	case w.unknownSKU != "":
 		reason = ordersaga.RejectReason{Kind: ordersaga.RejectUnknownSKU, SKU: w.unknownSKU}
+	case w.limit != nil:
+		reason = ordersaga.RejectReason{Kind: ordersaga.RejectLimit, SKU: w.limit.SKU, Limit: w.limit.Limit, Held: w.limit.Held}
 	}
 	if err := w.setStatus(ctx, ordersaga.StatusRejected, reason.String()); err != nil {
 		return ordersaga.Order{}, err
@@ -288,7 +288,7 @@ func (w *orderWorkflow) compensate(ctx workflow.Context) {
 		futures := make([]workflow.Future, len(w.order.Lines))
 		for i, l := range w.order.Lines {
 			futures[i] = workflow.ExecuteActivity(cctx, acts.ReleaseLine,
-				activities.LineInput{OrderID: w.in.OrderID, SKU: l.SKU, Qty: l.Qty, Sold: sold[l.SKU]})
+				activities.LineInput{OrderID: w.in.OrderID, UserID: w.in.UserID, SKU: l.SKU, Qty: l.Qty, Sold: sold[l.SKU]})
 		}
 		for i, f := range futures {
 			if err := f.Get(cctx, nil); err != nil {

@@ -26,7 +26,7 @@ func TestCheckOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, err := g.CheckOrder(ctx, "m-0", []ordersaga.Line{{SKU: "CK-GONE", Qty: 1}})
+	c, err := g.CheckOrder(ctx, "m-0", "u", []ordersaga.Line{{SKU: "CK-GONE", Qty: 1}})
 	if err != nil || c.Ready || c.Refuse() || c.SoldOutSKU != "CK-GONE" {
 		t.Fatalf("before any backfill: %+v %v, want not ready (never refuse) and CK-GONE short", c, err)
 	}
@@ -54,7 +54,7 @@ func TestCheckOrder(t *testing.T) {
 			if i%2 == 0 {
 				lines = append(lines, ordersaga.Line{SKU: "CK-GONE", Qty: 1})
 			}
-			c, err := g.CheckOrder(ctx, fmt.Sprintf("m-%d", i), lines)
+			c, err := g.CheckOrder(ctx, fmt.Sprintf("m-%d", i), "u", lines)
 			if err != nil {
 				t.Errorf("check %d: %v", i, err)
 				return
@@ -131,10 +131,10 @@ func TestAdmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	finishBackfill(t, g, token)
-	if c, err := g.CheckOrder(ctx, "m-two", []ordersaga.Line{{SKU: "AD-1", Qty: 2}}); err != nil || !c.Gate() || c.GatedSKU != "AD-1" {
+	if c, err := g.CheckOrder(ctx, "m-two", "u", []ordersaga.Line{{SKU: "AD-1", Qty: 2}}); err != nil || !c.Gate() || c.GatedSKU != "AD-1" {
 		t.Fatalf("check of 2 units: %+v %v, want gated on AD-1", c, err)
 	}
-	if c, err := g.CheckOrder(ctx, "m-one", []ordersaga.Line{{SKU: "AD-1", Qty: 1}}); err != nil || c.Gate() || c.Refuse() {
+	if c, err := g.CheckOrder(ctx, "m-one", "u", []ordersaga.Line{{SKU: "AD-1", Qty: 1}}); err != nil || c.Gate() || c.Refuse() {
 		t.Fatalf("check of 1 unit: %+v %v, want neither gated nor refused", c, err)
 	}
 
@@ -204,7 +204,7 @@ func TestCheckOrderCommandErrors(t *testing.T) {
 			}
 			// The first line is not loaded: its GET answers redis.Nil ahead of the failing command.
 			lines := []ordersaga.Line{{SKU: "CE-NOT-LOADED", Qty: 1}, {SKU: sku, Qty: 1}}
-			if c, err := g.CheckOrder(ctx, "m-"+tc.name, lines); err == nil {
+			if c, err := g.CheckOrder(ctx, "m-"+tc.name, "u", lines); err == nil {
 				t.Fatalf("check with %s of the wrong type: %+v and no error, want an error", key, c)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -33,6 +34,9 @@ type FastCheck struct {
 	// SoldOutSKU is the first line's SKU that Redis has loaded with fewer units than the line asks for ("" when
 	// Redis does not say no; a SKU not loaded is left to the workflow, which fails closed).
 	SoldOutSKU string
+	// Limit is, when no line is sold out, the first line that would take its user's units of the SKU past the
+	// SKU's per-user limit, as Redis counts them (nil when none).
+	Limit *ordersaga.LimitExceededError
 	// GatedSKU is, when no line is sold out, the first line's SKU whose units left are all counted as being
 	// placed by other requests (inv:{SKU}:admitting): Admit would refuse it now.
 	GatedSKU string
@@ -41,18 +45,21 @@ type FastCheck struct {
 // Gate reports whether the admission gate may refuse without asking Admit: a key without state, and every
 // unit left of a line's SKU counted as being placed.
 func (c FastCheck) Gate() bool {
-	return c.Ready && !c.Claimed && c.SoldOutSKU == "" && c.GatedSKU != ""
+	return c.Ready && !c.Claimed && c.SoldOutSKU == "" && c.Limit == nil && c.GatedSKU != ""
 }
 
-// Refuse reports whether the fast path may answer sold out: Redis says no, and the key has no state to answer.
-func (c FastCheck) Refuse() bool { return c.Ready && !c.Claimed && c.SoldOutSKU != "" }
+// Refuse reports whether the fast path may answer sold out (SoldOutSKU) or limit exceeded (Limit): Redis
+// says no, and the key has no state to answer.
+func (c FastCheck) Refuse() bool {
+	return c.Ready && !c.Claimed && (c.SoldOutSKU != "" || c.Limit != nil)
+}
 
-// CheckOrder reads the readiness of the markers, the marker of one key and the available units of every
-// line's SKU. Concurrent calls share pipelined round trips (a flash sale's rejections are thousands per
+// CheckOrder reads the readiness of the markers, the marker of one key, the available units of every line's
+// SKU, and the SKU's per-user limit with the units userID holds of it. Concurrent calls share pipelined round trips (a flash sale's rejections are thousands per
 // second on one SKU): a call joins the next round trip that leaves, at most maxCheckTrips in flight, so a
 // lone call costs one round trip and a crowd a fraction of one each.
-func (r *Gate) CheckOrder(ctx context.Context, marker string, lines []ordersaga.Line) (FastCheck, error) {
-	req := &checkReq{marker: marker, lines: lines, done: make(chan struct{})}
+func (r *Gate) CheckOrder(ctx context.Context, marker, userID string, lines []ordersaga.Line) (FastCheck, error) {
+	req := &checkReq{marker: marker, user: userID, lines: lines, done: make(chan struct{})}
 	r.checks.add(req)
 	select {
 	case <-req.done:
@@ -70,7 +77,9 @@ const (
 
 type checkReq struct {
 	marker string
+	user   string
 	lines  []ordersaga.Line
+	held   []*redis.StringSliceCmd // per line, the user's units of its SKU (HVALS of the user's count)
 	res    FastCheck
 	err    error
 	done   chan struct{}
@@ -122,7 +131,8 @@ func (b *checkBatcher) send() {
 }
 
 // checkBatch answers a batch in one pipelined round trip: EXISTS of ready once, EXISTS of each marker, GET of
-// each SKU's counter and of its count of units being placed once.
+// each SKU's counter, of its count of units being placed and of its per-user limit once, and per line the
+// user's units of the SKU.
 func (r *Gate) checkBatch(batch []*checkReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
@@ -131,16 +141,20 @@ func (r *Gate) checkBatch(batch []*checkReq) {
 		claimed   = make([]*redis.IntCmd, len(batch))
 		avail     = map[string]*redis.StringCmd{}
 		admitting = map[string]*redis.StringCmd{}
+		limits    = map[string]*redis.StringCmd{}
 	)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		ready = p.Exists(ctx, r.rs.ClaimsReadyKey())
 		for i, req := range batch {
 			claimed[i] = p.Exists(ctx, r.rs.ClaimKey(req.marker))
-			for _, l := range req.lines {
+			req.held = make([]*redis.StringSliceCmd, len(req.lines))
+			for j, l := range req.lines {
 				if avail[l.SKU] == nil {
 					avail[l.SKU] = p.Get(ctx, r.rs.AvailKey(l.SKU))
 					admitting[l.SKU] = p.Get(ctx, r.rs.AdmittingKey(l.SKU))
+					limits[l.SKU] = p.Get(ctx, r.rs.LimitKey(l.SKU))
 				}
+				req.held[j] = p.HVals(ctx, r.rs.UserKey(l.SKU, req.user))
 			}
 		}
 		return nil
@@ -161,7 +175,7 @@ func (r *Gate) checkBatch(batch []*checkReq) {
 	}
 	gated := map[string]bool{}
 	for i, req := range batch {
-		req.res, req.err = checkAnswer(req, ready.Val() > 0, claimed[i], avail, admitting)
+		req.res, req.err = checkAnswer(req, ready.Val() > 0, claimed[i], avail, admitting, limits)
 		if sku := req.res.GatedSKU; sku != "" && !gated[sku] {
 			gated[sku] = true
 			r.reapSoon(sku)
@@ -170,12 +184,12 @@ func (r *Gate) checkBatch(batch []*checkReq) {
 }
 
 // checkAnswer reads one request's answer from the batch's commands.
-func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail, admitting map[string]*redis.StringCmd) (FastCheck, error) {
+func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail, admitting, limits map[string]*redis.StringCmd) (FastCheck, error) {
 	if err := claimed.Err(); err != nil {
 		return FastCheck{}, fmt.Errorf("check order: marker: %w", err)
 	}
 	res := FastCheck{Ready: ready, Claimed: claimed.Val() > 0}
-	for _, l := range req.lines {
+	for j, l := range req.lines {
 		n, err := avail[l.SKU].Int64()
 		if errors.Is(err, redis.Nil) {
 			continue // not loaded: left to the workflow, which fails closed
@@ -192,13 +206,52 @@ func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail, admitt
 		}
 		if n < l.Qty {
 			res.SoldOutSKU = l.SKU
+			res.Limit = nil
 			return res, nil
+		}
+		if res.Limit == nil {
+			le, err := limitAnswer(l, limits[l.SKU], req.held[j])
+			if err != nil {
+				return FastCheck{}, err
+			}
+			res.Limit = le
 		}
 		if res.GatedSKU == "" && placing+l.Qty > n {
 			res.GatedSKU = l.SKU
 		}
 	}
 	return res, nil
+}
+
+// limitAnswer is the refusal of line l when its user's units of the SKU (held, the user's count) would pass
+// the SKU's per-user limit (nil when the SKU has none or the line fits).
+func limitAnswer(l ordersaga.Line, limit *redis.StringCmd, held *redis.StringSliceCmd) (*ordersaga.LimitExceededError, error) {
+	max, err := limit.Int64()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check order: per-user limit %s: %w", l.SKU, err)
+	}
+	if max <= 0 {
+		return nil, nil
+	}
+	vals, err := held.Result()
+	if err != nil {
+		return nil, fmt.Errorf("check order: user's units of %s: %w", l.SKU, err)
+	}
+	var sum int64
+	for _, v := range vals {
+		q, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("check order: user's units of %s: %q: %w", l.SKU, v, err)
+		}
+		sum += q
+	}
+	if sum+l.Qty > max {
+		return &ordersaga.LimitExceededError{SKU: l.SKU, Limit: max, Held: sum}, nil
+	}
+	return nil, nil
 }
 
 // MarkClaimed sets the markers of keys that have a row in idempotency_keys (no expiry: the rows have none).

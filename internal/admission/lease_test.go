@@ -76,7 +76,7 @@ func TestAdmitLeases(t *testing.T) {
 			return refusedSKU == sku
 		}},
 		{"gated_by_the_fast_path", func(t *testing.T, proc *admission.Gate, sku string) bool {
-			c, err := proc.CheckOrder(context.Background(), "m-buyer", []ordersaga.Line{{SKU: sku, Qty: 1}})
+			c, err := proc.CheckOrder(context.Background(), "m-buyer", "u", []ordersaga.Line{{SKU: sku, Qty: 1}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // InventoryBody is the body of GET and PUT /v1/inventory/{sku} (declared in the root package, which the tools
@@ -20,14 +21,16 @@ type InventoryBody = ordersaga.InventoryBody
 func inventoryBody(v reconcile.StockView) InventoryBody {
 	return InventoryBody{
 		SKU: v.SKU, DBStock: v.DBStock, RedisAvailable: v.RedisAvailable, Holds: v.Holds,
-		PriceCents: v.PriceCents, Drift: v.Drift(),
+		PriceCents: v.PriceCents, PerUserLimit: v.PerUserLimit, Drift: v.Drift(),
 	}
 }
 
-// inventoryRequest is the body of PUT /v1/inventory/{sku}; both fields are required.
+// inventoryRequest is the body of PUT /v1/inventory/{sku}; stock and price_cents are required,
+// per_user_limit is optional (absent or 0: no limit).
 type inventoryRequest struct {
-	Stock      *int64 `json:"stock"`
-	PriceCents *int64 `json:"price_cents"`
+	Stock        *int64 `json:"stock"`
+	PriceCents   *int64 `json:"price_cents"`
+	PerUserLimit *int64 `json:"per_user_limit"`
 }
 
 // handleGetInventory is GET /v1/inventory/{sku}.
@@ -72,27 +75,38 @@ func (s *server) handlePutInventory() http.Handler {
 			writeProblem(w, newProblem(kindInvalidBody, err.Error()))
 			return
 		}
+		var zero int64
+		if req.PerUserLimit == nil {
+			req.PerUserLimit = &zero
+		}
 		for _, f := range []struct {
 			name string
 			v    *int64
 			max  int64
-		}{{"stock", req.Stock, ordersaga.MaxStock}, {"price_cents", req.PriceCents, math.MaxInt64}} {
-			// The stock's limit is the Redis scripts' (ordersaga.MaxStock): past it they would round it.
+			rule string
+		}{
+			{"stock", req.Stock, ordersaga.MaxStock, "required, an integer"},
+			{"price_cents", req.PriceCents, math.MaxInt64, "required, an integer"},
+			{"per_user_limit", req.PerUserLimit, ordersaga.MaxStock, "optional, 0 (no limit) or a whole number of units"},
+		} {
+			// The stock's and the limit's bound is the Redis scripts' (ordersaga.MaxStock): past it they round.
 			if f.v == nil || *f.v < 0 || *f.v > f.max {
-				pr := newProblem(kindInvalidField, fmt.Sprintf("%s: required, an integer from 0 to %d", f.name, f.max))
+				pr := newProblem(kindInvalidField, fmt.Sprintf("%s: %s from 0 to %d", f.name, f.rule, f.max))
 				pr.Field = f.name
 				writeProblem(w, pr)
 				return
 			}
 		}
-		v, err := reconcile.SetStock(r.Context(), s.Store, s.Redis, sku, *req.Stock, *req.PriceCents)
+		v, err := reconcile.SetStock(r.Context(), s.Store, s.Redis, sqlstore.InventorySpec{
+			SKU: sku, Stock: *req.Stock, PriceCents: *req.PriceCents, PerUserLimit: *req.PerUserLimit,
+		})
 		if err != nil {
 			s.Logger.Error("set inventory", "sku", sku, "error", err)
 			writeProblem(w, newProblem(kindUnavailable, "the inventory could not be set, or Redis not loaded to match; the same PUT is safe to retry"))
 			return
 		}
 		s.placement.Known(sku)
-		s.Logger.Info("inventory set", "sku", sku, "stock", v.DBStock, "price_cents", v.PriceCents,
+		s.Logger.Info("inventory set", "sku", sku, "stock", v.DBStock, "price_cents", v.PriceCents, "per_user_limit", v.PerUserLimit,
 			"redis_available", v.RedisAvailable, "holds", v.Holds)
 		writeJSON(w, http.StatusOK, inventoryBody(v))
 	})

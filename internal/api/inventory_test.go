@@ -127,7 +127,7 @@ func TestInventory(t *testing.T) {
 			id  string
 			qty int64
 		}{{"o-held-1", 1}, {"o-held-2", 2}} {
-			if _, err := e.Redis.Reserve(ctx, o.id, "INV-HELD", o.qty); err != nil {
+			if _, err := e.Redis.Reserve(ctx, o.id, "", "INV-HELD", o.qty); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -145,7 +145,7 @@ func TestInventory(t *testing.T) {
 		const sku, order = "INV-PENDING", "o-inv-pending"
 		lines := []ordersaga.Line{{SKU: sku, Qty: 3}}
 		put(sku, `{"stock":10,"price_cents":100}`, admin).inventory(t)
-		if _, err := e.Redis.Reserve(ctx, order, sku, 3); err != nil {
+		if _, err := e.Redis.Reserve(ctx, order, "", sku, 3); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Store.Deduct(ctx, ordersaga.DeductInput{OrderID: order, UserID: "u-inv", Currency: testCurrency,
@@ -159,7 +159,7 @@ func TestInventory(t *testing.T) {
 			t.Fatal(err)
 		}
 		put(sku, `{"stock":12,"price_cents":100}`, admin).inventory(t)
-		if _, err := e.Redis.Release(ctx, order, sku); err != nil {
+		if _, err := e.Redis.Release(ctx, order, "", sku); err != nil {
 			t.Fatal(err)
 		}
 		b := e.do(http.MethodGet, "/v1/inventory/"+sku, nil, nil).inventory(t)

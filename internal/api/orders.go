@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/ordersaga/ordersaga"
@@ -20,6 +21,8 @@ const (
 	outcomeSoldOutFastPath = "sold_out_fast_path"
 	outcomeSoldOutAdmitted = "sold_out_admission"
 	outcomeSoldOut         = "sold_out"
+	outcomeLimitFastPath   = "limit_exceeded_fast_path"
+	outcomeLimitExceeded   = "limit_exceeded"
 	outcomeUnknownSKU      = "unknown_sku"
 	outcomeRejected        = "rejected"
 	outcomeKeyReused       = "key_reused"
@@ -92,6 +95,16 @@ func writePlaced(w http.ResponseWriter, out placement.Outcome) string {
 			return outcomeSoldOutFastPath
 		}
 		return outcomeSoldOut
+	case placement.LimitExceeded:
+		le := out.Limit
+		pr := newProblem(kindLimitExceeded, fmt.Sprintf("%s allows %d units per user and this user already holds %d; the same Idempotency-Key may be retried once other orders of the user are cancelled or expire",
+			le.SKU, le.Limit, le.Held))
+		pr.SKU, pr.PerUserLimit, pr.Held = le.SKU, &le.Limit, &le.Held
+		writeProblem(w, pr)
+		if out.FastPath {
+			return outcomeLimitFastPath
+		}
+		return outcomeLimitExceeded
 	case placement.Gated:
 		pr := newProblem(kindSoldOut, "every unit of "+out.SKU+" left is being reserved by other orders; the same Idempotency-Key may be retried later")
 		pr.SKU = out.SKU

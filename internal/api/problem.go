@@ -21,6 +21,7 @@ const (
 	kindInvalidKey         kind = "invalid-idempotency-key" // 400
 	kindKeyReused          kind = "idempotency-key-reused"  // 422: same key, another body
 	kindSoldOut            kind = "sold-out"                // 409
+	kindLimitExceeded      kind = "limit-exceeded"          // 409: the user's units of a SKU would pass its per-user limit
 	kindOrderPending       kind = "order-pending"           // 409 + Retry-After: still deciding
 	kindAlreadyPaid        kind = "already-paid"            // 409: cancel of a paid order
 	kindUnknownSKU         kind = "unknown-sku"             // 404
@@ -42,7 +43,7 @@ func (k kind) status() int {
 		return http.StatusBadRequest
 	case kindKeyReused:
 		return http.StatusUnprocessableEntity
-	case kindSoldOut, kindOrderPending, kindAlreadyPaid:
+	case kindSoldOut, kindLimitExceeded, kindOrderPending, kindAlreadyPaid:
 		return http.StatusConflict
 	case kindUnknownSKU, kindOrderNotFound, kindNotFound:
 		return http.StatusNotFound
@@ -70,6 +71,8 @@ func (k kind) title() string {
 		return "The Idempotency-Key was used with another request body"
 	case kindSoldOut:
 		return "Sold out"
+	case kindLimitExceeded:
+		return "Per-user limit exceeded"
 	case kindOrderPending:
 		return "The order is still being decided"
 	case kindAlreadyPaid:
@@ -104,11 +107,15 @@ type Problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
-	// Field names the invalid field (invalid-field); SKU the SKU (sold-out, unknown-sku); OrderID the order.
-	Field   string            `json:"field,omitempty"`
-	SKU     string            `json:"sku,omitempty"`
-	OrderID string            `json:"order_id,omitempty"`
-	Checks  map[string]string `json:"checks,omitempty"`
+	// Field names the invalid field (invalid-field); SKU the SKU (sold-out, limit-exceeded, unknown-sku);
+	// PerUserLimit and Held the SKU's per-user limit and the units the user already holds (limit-exceeded);
+	// OrderID the order.
+	Field        string            `json:"field,omitempty"`
+	SKU          string            `json:"sku,omitempty"`
+	PerUserLimit *int64            `json:"per_user_limit,omitempty"`
+	Held         *int64            `json:"held,omitempty"`
+	OrderID      string            `json:"order_id,omitempty"`
+	Checks       map[string]string `json:"checks,omitempty"`
 
 	kind kind
 }

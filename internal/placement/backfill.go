@@ -17,8 +17,8 @@ const backfillTimeout = 10 * time.Minute
 // checkOrder is the sold-out fast path's one Redis round trip (Stock.CheckOrder). While the idempotency
 // markers are not ready (a fresh or wiped Redis) it starts their backfill, and the request takes the slow
 // path meanwhile.
-func (s *Service) checkOrder(ctx context.Context, marker string, lines []ordersaga.Line) (fastCheck, error) {
-	c, err := s.cfg.Stock.CheckOrder(ctx, marker, lines)
+func (s *Service) checkOrder(ctx context.Context, marker, userID string, lines []ordersaga.Line) (fastCheck, error) {
+	c, err := s.cfg.Stock.CheckOrder(ctx, marker, userID, lines)
 	if err == nil && !c.Ready {
 		s.Backfill()
 	}

@@ -18,6 +18,9 @@ const (
 	// SoldOut: a line's SKU has too few units (SKU). FastPath: Redis said so before any workflow ran for the
 	// key; else the order's workflow rejected it (the key moves on to a new order ID).
 	SoldOut
+	// LimitExceeded: a line would take its user's units of the SKU past the SKU's per-user limit (Limit:
+	// the SKU, the limit and what the user already holds). FastPath as for SoldOut.
+	LimitExceeded
 	// Gated: the admission gate refused: every unit left of SKU is being placed by other requests. No
 	// workflow was started.
 	Gated
@@ -39,6 +42,7 @@ const (
 var kindNames = [...]string{
 	Reserved: "reserved", Replayed: "replayed", SoldOut: "sold out", Gated: "gated", UnknownSKU: "unknown SKU",
 	Rejected: "rejected", KeyReused: "key reused", Pending: "pending", Unavailable: "unavailable",
+	LimitExceeded: "limit exceeded",
 }
 
 func (k Kind) String() string {
@@ -58,14 +62,15 @@ type Answer struct {
 // Outcome is what Place decided, with what its caller needs to answer (see each Kind for its fields).
 type Outcome struct {
 	Kind     Kind
-	OrderID  string          // Reserved, Replayed, Rejected, Pending
-	Order    ordersaga.Order // Reserved
-	Answer   Answer          // Reserved, Replayed
-	SKU      string          // SoldOut, Gated, UnknownSKU
-	FastPath bool            // SoldOut: refused from Redis, no workflow run for the key
-	Reason   string          // Rejected: the order's closed_reason
-	Service  string          // Unavailable: "database", "redis" or "temporal"
-	Err      error           // Unavailable: the failure
+	OrderID  string                       // Reserved, Replayed, Rejected, Pending
+	Order    ordersaga.Order              // Reserved
+	Answer   Answer                       // Reserved, Replayed
+	SKU      string                       // SoldOut, Gated, UnknownSKU
+	FastPath bool                         // SoldOut, LimitExceeded: refused from Redis, no workflow run for the key
+	Limit    ordersaga.LimitExceededError // LimitExceeded
+	Reason   string                       // Rejected: the order's closed_reason
+	Service  string                       // Unavailable: "database", "redis" or "temporal"
+	Err      error                        // Unavailable: the failure
 }
 
 // Services an Unavailable outcome names.
@@ -81,6 +86,19 @@ func unavailable(service string, err error) Outcome {
 
 func soldOut(sku string, fastPath bool) Outcome {
 	return Outcome{Kind: SoldOut, SKU: sku, FastPath: fastPath}
+}
+
+func limitExceeded(le ordersaga.LimitExceededError, fastPath bool) Outcome {
+	return Outcome{Kind: LimitExceeded, SKU: le.SKU, Limit: le, FastPath: fastPath}
+}
+
+// fastRefusal is the fast path's answer when Redis refuses (FastCheck.Refuse, or its recheck after the claim):
+// sold out before limit exceeded.
+func fastRefusal(c fastCheck) Outcome {
+	if c.SoldOutSKU != "" {
+		return soldOut(c.SoldOutSKU, true)
+	}
+	return limitExceeded(*c.Limit, true)
 }
 
 func gated(sku string) Outcome { return Outcome{Kind: Gated, SKU: sku} }

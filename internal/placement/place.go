@@ -49,12 +49,12 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	// The fast path: in a flash sale almost every request ends here, so it reads Redis only. It may only
 	// refuse, and only a key without state in the database (whose first answer was never kept).
 	marker := OrderID(p.req.UserID, p.req.Key, 0)
-	fast, err := p.s.checkOrder(ctx, marker, p.req.Lines)
+	fast, err := p.s.checkOrder(ctx, marker, p.req.UserID, p.req.Lines)
 	if err != nil {
 		return unavailable(serviceRedis, err), nil
 	}
 	if fast.Refuse() {
-		return soldOut(fast.SoldOutSKU, true), nil
+		return fastRefusal(fast), nil
 	}
 	// The admission gate: while the units left are all being placed by other requests, refuse rather than
 	// start one more workflow that could only be rejected (a flash sale starts about as many workflows as it
@@ -103,12 +103,12 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	// The fast path may only refuse. It answers only while no request has started this generation's
 	// workflow: one that has is deciding, and every request with the key answers as it does.
 	if !rec.Started {
-		again, err := p.stock.CheckOrder(ctx, marker, p.req.Lines)
+		again, err := p.stock.CheckOrder(ctx, marker, p.req.UserID, p.req.Lines)
 		if err != nil {
 			return unavailable(serviceRedis, err), nil
 		}
-		if sku := again.SoldOutSKU; sku != "" {
-			cur, out, attach := p.refusedAfterClaim(ctx, soldOut(sku, true))
+		if again.SoldOutSKU != "" || again.Limit != nil {
+			cur, out, attach := p.refusedAfterClaim(ctx, fastRefusal(again))
 			if !attach {
 				return out, nil
 			}
@@ -169,6 +169,8 @@ func (p *placement) answer(ctx context.Context, rec keyRecord, res workflows.Res
 	switch {
 	case res.SoldOutSKU != "":
 		return soldOut(res.SoldOutSKU, false)
+	case res.LimitExceeded != nil:
+		return limitExceeded(*res.LimitExceeded, false)
 	case res.UnknownSKU != "":
 		return Outcome{Kind: UnknownSKU, SKU: res.UnknownSKU}
 	}

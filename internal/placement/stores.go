@@ -37,7 +37,7 @@ type Store interface {
 // Stock is what the service needs of the Redis stock store (admission.Gate: the Redis of the stock store): the sold-out fast path's
 // check, the idempotency markers and their backfill, and the admission gate.
 type Stock interface {
-	CheckOrder(ctx context.Context, marker string, lines []ordersaga.Line) (admission.FastCheck, error)
+	CheckOrder(ctx context.Context, marker, userID string, lines []ordersaga.Line) (admission.FastCheck, error)
 	MarkClaimed(ctx context.Context, markers ...string) error
 	ClaimsReady(ctx context.Context) (bool, error)
 	BeginClaimsBackfill(ctx context.Context) (string, error)

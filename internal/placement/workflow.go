@@ -101,6 +101,8 @@ func reservationOf(o ordersaga.Order) workflows.Reservation {
 			res.SoldOutSKU = r.SKU
 		case ordersaga.RejectUnknownSKU:
 			res.UnknownSKU = r.SKU
+		case ordersaga.RejectLimit:
+			res.LimitExceeded = &ordersaga.LimitExceededError{SKU: r.SKU, Limit: r.Limit, Held: r.Held}
 		}
 	}
 	return res

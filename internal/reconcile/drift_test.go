@@ -37,7 +37,7 @@ func TestReconcile_RepairsEveryDriftOnceThenFindsNothing(t *testing.T) {
 	must(rdb.HSet(ctx, e.rs.HoldsKey("D-STRAY"), "ghost-1", 3).Err())
 	must(rdb.Set(ctx, e.rs.MarkerKey("D-MARK", "ghost-2"), "H:2", 24*time.Hour).Err())
 	// A paid order whose hold was never confirmed: Redis and the DB agree on the units, the hold is stale.
-	if _, err := e.rs.Reserve(ctx, "paid-1", "D-PAID", 2); err != nil {
+	if _, err := e.rs.Reserve(ctx, "paid-1", "", "D-PAID", 2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.Deduct(ctx, ordersaga.DeductInput{OrderID: "paid-1", UserID: "u", Currency: "CNY",
@@ -46,7 +46,7 @@ func TestReconcile_RepairsEveryDriftOnceThenFindsNothing(t *testing.T) {
 	}
 	must(e.store.MarkPaid(ctx, ordersaga.PaymentRecord{EventID: "e-paid-1", OrderID: "paid-1", AmountCents: 200, Currency: "CNY"}, time.Now()))
 	// A cancelled order whose hold was never released: Redis keeps 3 units from sale.
-	if _, err := e.rs.Reserve(ctx, "closed-1", "D-CLOSED", 3); err != nil {
+	if _, err := e.rs.Reserve(ctx, "closed-1", "", "D-CLOSED", 3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.CloseOrder(ctx, ordersaga.OrderRecord{OrderID: "closed-1", UserID: "u", Status: ordersaga.StatusCancelled,

@@ -344,6 +344,15 @@ func measureAndRepair(ctx context.Context, rs *redisstock.Store, store *sqlstore
 	if !truth.Known {
 		return redisstock.AvailRepair{}, fmt.Errorf("reconcile %s: %w", sku, ordersaga.ErrUnknownSKU)
 	}
+	// The per-user limit follows the database too (a cold load finds it missing; an admin's change made while
+	// Redis was away is squared here). Written outside the row lock: a change racing it is squared next run.
+	if limit, err := rs.Limit(ctx, sku); err != nil {
+		return redisstock.AvailRepair{}, err
+	} else if limit != truth.PerUserLimit {
+		if err := rs.SetLimit(ctx, sku, truth.PerUserLimit); err != nil {
+			return redisstock.AvailRepair{}, err
+		}
+	}
 	return rs.RepairAvail(ctx, sku, mode, truth, snap)
 }
 

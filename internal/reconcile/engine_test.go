@@ -56,7 +56,7 @@ func TestReconciler_NoFalseRepairWhileOrdersRace(t *testing.T) {
 			for i := range perWorker {
 				order := fmt.Sprintf("w%d-%03d", w, i)
 				qty := int64(1 + rng.IntN(3))
-				if _, err := rs.Reserve(ctx, order, sku, qty); err != nil {
+				if _, err := rs.Reserve(ctx, order, "", sku, qty); err != nil {
 					if _, sold := ordersaga.IsSoldOut(err); !sold {
 						t.Errorf("reserve %s: %v", order, err)
 					}
@@ -64,7 +64,7 @@ func TestReconciler_NoFalseRepairWhileOrdersRace(t *testing.T) {
 				}
 				flows.Add(1)
 				if rng.IntN(5) == 0 { // rejected on another line: released before any deduct
-					if _, err := rs.Release(ctx, order, sku); err != nil {
+					if _, err := rs.Release(ctx, order, "", sku); err != nil {
 						t.Errorf("release %s: %v", order, err)
 					}
 					continue
@@ -84,7 +84,7 @@ func TestReconciler_NoFalseRepairWhileOrdersRace(t *testing.T) {
 				if _, err := store.Restore(ctx, order, []ordersaga.Line{{SKU: sku, Qty: qty}}); err != nil {
 					t.Errorf("restore %s: %v", order, err)
 				}
-				if _, err := rs.Release(ctx, order, sku); err != nil {
+				if _, err := rs.Release(ctx, order, "", sku); err != nil {
 					t.Errorf("release %s: %v", order, err)
 				}
 			}
@@ -142,12 +142,12 @@ func TestReserveLine_ColdStartLoadsTheTruth(t *testing.T) {
 	}
 	must(store.SetInventory(ctx, sku, 10, 100))
 	must(rs.SetAvailable(ctx, sku, 10))
-	_, err := rs.Reserve(ctx, "held", sku, 3) // reserved, deduct still to come
+	_, err := rs.Reserve(ctx, "held", "", sku, 3) // reserved, deduct still to come
 	must(err)
-	_, err = rs.Reserve(ctx, "deducted", sku, 2) // deducted, confirm still to come
+	_, err = rs.Reserve(ctx, "deducted", "", sku, 2) // deducted, confirm still to come
 	must(err)
 	must(rcDeduct(ctx, store, "deducted", sku, 2))
-	_, err = rs.Reserve(ctx, "restored", sku, 1) // deducted, confirmed, restored: release still to come
+	_, err = rs.Reserve(ctx, "restored", "", sku, 1) // deducted, confirmed, restored: release still to come
 	must(err)
 	must(rcDeduct(ctx, store, "restored", sku, 1))
 	_, err = rs.Confirm(ctx, "restored", sku)
@@ -171,7 +171,7 @@ func TestReserveLine_ColdStartLoadsTheTruth(t *testing.T) {
 		t.Errorf("reserve = %s, avail %d (loaded %v); want reserved with 3 left", out, avail, loaded)
 	}
 	// The pending release lands, and the counter equals the truth: 8 − held 3 − new 1 = 4.
-	_, err = rs.Release(ctx, "restored", sku)
+	_, err = rs.Release(ctx, "restored", "", sku)
 	must(err)
 	if avail, _, _ := rs.Available(ctx, sku); avail != 4 {
 		t.Errorf("avail after the release = %d, want 4", avail)

@@ -146,15 +146,15 @@ type Reserver struct {
 	State      *FallbackState
 }
 
-// Reserve reserves qty units of sku for orderID. Besides the store's outcomes it fails with
+// Reserve reserves qty units of sku for orderID of userID (counted against the SKU's per-user limit). Besides the store's outcomes it fails with
 // ordersaga.ErrNotLoaded (wrapped) when the counter is missing and could not be loaded (fail closed,
 // retryable), and with *ordersaga.UnknownSKUError when the SKU does not exist at all.
-func (a Reserver) Reserve(ctx context.Context, orderID, sku string, qty int64) (ordersaga.ReserveOutcome, error) {
+func (a Reserver) Reserve(ctx context.Context, orderID, userID, sku string, qty int64) (ordersaga.ReserveOutcome, error) {
 	if a.DBFallback && a.State.breakerIsOpen(time.Now()) {
 		return a.reserveInDB(ctx, orderID, sku, nil)
 	}
 	a.resyncIfDue(ctx, sku)
-	out, err := a.Redis.Reserve(ctx, orderID, sku, qty)
+	out, err := a.Redis.Reserve(ctx, orderID, userID, sku, qty)
 	if errors.Is(err, ordersaga.ErrNotLoaded) {
 		if _, ierr := a.Store.Inventory(ctx, sku); errors.Is(ierr, ordersaga.ErrNotFound) {
 			return "", fmt.Errorf("reserve %s: %w", sku, &ordersaga.UnknownSKUError{SKU: sku})
@@ -169,7 +169,7 @@ func (a Reserver) Reserve(ctx context.Context, orderID, sku string, qty int64) (
 			// The database failed, or Redis without being unreachable: fail closed, retryably.
 			return "", errors.Join(err, lerr)
 		}
-		out, err = a.Redis.Reserve(ctx, orderID, sku, qty)
+		out, err = a.Redis.Reserve(ctx, orderID, userID, sku, qty)
 	}
 	// err is the reserve script's own error: only a Redis call's error may trip the breaker.
 	if a.DBFallback && redisstock.IsUnreachable(redisstock.FromRedis(err)) {

@@ -18,6 +18,8 @@ type StockView struct {
 	SKU        string
 	DBStock    int64
 	PriceCents int64
+	// PerUserLimit is the units of the SKU one user may hold or buy (0: no limit).
+	PerUserLimit int64
 	// RedisAvailable is nil when the SKU is not loaded in Redis.
 	RedisAvailable *int64
 	// Holds is the units held in Redis and not yet confirmed by the DB deduct.
@@ -41,8 +43,9 @@ func (v StockView) Drift() *int64 {
 // committed stock, not even for the moment before the commit: inside the transaction from the lower of the
 // old and the new stock, then again, under a fresh lock, from the stock the database kept (LoadStock). That
 // second load also repairs Redis when the transaction failed.
-func SetStock(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, sku string, stock, priceCents int64) (StockView, error) {
-	touched, err := store.SetInventoryLocked(ctx, sku, stock, priceCents, func(l *sqlstore.Locked, lower int64) error {
+func SetStock(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, spec sqlstore.InventorySpec) (StockView, error) {
+	sku := spec.SKU
+	touched, err := store.SetInventoryLocked(ctx, spec, func(l *sqlstore.Locked, lower int64) error {
 		if _, err := loadLocked(ctx, l, rs, &lower); err != nil {
 			return fmt.Errorf("set stock: %w", err)
 		}
@@ -55,7 +58,7 @@ func SetStock(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, 
 		return StockView{}, err
 	}
 	if err := LoadStock(ctx, store, rs, sku); err != nil {
-		return StockView{}, fmt.Errorf("set stock %s: set to %d in the database, redis not raised to it yet: %w", sku, stock, err)
+		return StockView{}, fmt.Errorf("set stock %s: set to %d in the database, redis not raised to it yet: %w", sku, spec.Stock, err)
 	}
 	return ReadStock(ctx, store, rs, sku)
 }
@@ -83,6 +86,9 @@ func LoadStock(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store,
 // mode); stock overrides the row's stock when set. The Redis snapshot names the held orders whose ledger rows
 // the truth looks up.
 func loadLocked(ctx context.Context, l *sqlstore.Locked, rs *redisstock.Store, stock *int64) (redisstock.AvailRepair, error) {
+	if err := rs.SetLimit(ctx, l.SKU, l.PerUserLimit); err != nil {
+		return redisstock.AvailRepair{}, err
+	}
 	snap, err := rs.Snapshot(ctx, l.SKU)
 	if err != nil {
 		return redisstock.AvailRepair{}, err
@@ -124,5 +130,6 @@ func ReadStock(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store,
 	if err != nil {
 		return StockView{}, err
 	}
-	return StockView{SKU: inv.SKU, DBStock: inv.Stock, PriceCents: inv.PriceCents, RedisAvailable: avail, Holds: held}, nil
+	return StockView{SKU: inv.SKU, DBStock: inv.Stock, PriceCents: inv.PriceCents, PerUserLimit: inv.PerUserLimit,
+		RedisAvailable: avail, Holds: held}, nil
 }

@@ -67,9 +67,9 @@ func TestSetStock_ReleaseStillToComeIsNotPromisedTwice(t *testing.T) {
 	store, rs := testenv.MustOpenStore(t), testenv.MustOpenRedis(t)
 	const sku, order = "SYNC-PENDING", "o-pending"
 	line := []ordersaga.Line{{SKU: sku, Qty: 3}}
-	_, err := reconcile.SetStock(ctx, store, rs, sku, 10, 100)
+	_, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: 10, PriceCents: 100})
 	mustOK(t, err)
-	_, err = rs.Reserve(ctx, order, sku, 3)
+	_, err = rs.Reserve(ctx, order, "", sku, 3)
 	mustOK(t, err)
 	mustOK(t, rcDeduct(ctx, store, order, sku, 3))
 	_, err = rs.Confirm(ctx, order, sku)
@@ -77,11 +77,11 @@ func TestSetStock_ReleaseStillToComeIsNotPromisedTwice(t *testing.T) {
 	_, err = store.Restore(ctx, order, line) // db.stock back to 10; the release has not run yet
 	mustOK(t, err)
 
-	_, err = reconcile.SetStock(ctx, store, rs, sku, 12, 100)
+	_, err = reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: 12, PriceCents: 100})
 	mustOK(t, err)
 	promise(t, store, rs, sku)
 
-	_, err = rs.Release(ctx, order, sku)
+	_, err = rs.Release(ctx, order, "", sku)
 	mustOK(t, err)
 	if avail, truth := promise(t, store, rs, sku); avail != truth {
 		t.Errorf("quiet: Redis %d, database %d; want equal", avail, truth)
@@ -95,13 +95,13 @@ func TestSetStock_DeductedHoldIsNotSubtractedTwice(t *testing.T) {
 	ctx := t.Context()
 	store, rs := testenv.MustOpenStore(t), testenv.MustOpenRedis(t)
 	const sku, order = "SYNC-DEDUCTED", "o-deducted"
-	_, err := reconcile.SetStock(ctx, store, rs, sku, 10, 100)
+	_, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: 10, PriceCents: 100})
 	mustOK(t, err)
-	_, err = rs.Reserve(ctx, order, sku, 3)
+	_, err = rs.Reserve(ctx, order, "", sku, 3)
 	mustOK(t, err)
 	mustOK(t, rcDeduct(ctx, store, order, sku, 3)) // the confirm never comes
 
-	v, err := reconcile.SetStock(ctx, store, rs, sku, 20, 100)
+	v, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: 20, PriceCents: 100})
 	mustOK(t, err)
 	if avail, truth := promise(t, store, rs, sku); avail != truth || v.RedisAvailable == nil || *v.RedisAvailable != truth {
 		t.Errorf("after the set: Redis %d (answered %v), database %d; want equal", avail, v.RedisAvailable, truth)
@@ -158,7 +158,7 @@ func TestReserveLine_ColdLoadRacingADeductAndConfirm(t *testing.T) {
 	const sku = "COLD-RACE"
 	mustOK(t, store.SetInventory(ctx, sku, 10, 100))
 	mustOK(t, rs.SetAvailable(ctx, sku, 10))
-	_, err := rs.Reserve(ctx, "racer", sku, 3)
+	_, err := rs.Reserve(ctx, "racer", "", sku, 3)
 	mustOK(t, err)
 	mustOK(t, rs.Client().Del(ctx, rs.AvailKey(sku)).Err()) // the counter is lost
 
@@ -202,7 +202,7 @@ func TestSetStock_BetweenReconciliationSnapshotAndScript(t *testing.T) {
 	mustOK(t, rs.SetAvailable(ctx, sku, 10)) // drifted: the database has 12
 
 	fired := beforeRepairAvail(t, rs, "repair", func() {
-		_, err := reconcile.SetStock(ctx, store, rs, sku, 10, 100) // counter 10 again, database now 10
+		_, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: 10, PriceCents: 100}) // counter 10 again, database now 10
 		mustOK(t, err)
 	})
 	rec := &reconcile.Reconciler{Redis: rs, Store: store}
@@ -227,7 +227,7 @@ func TestSetStock_StockLimit(t *testing.T) {
 	if limit != ordersaga.MaxStock {
 		t.Fatalf("MaxStock = %d, want 2^53", ordersaga.MaxStock)
 	}
-	if _, err := reconcile.SetStock(ctx, store, rs, sku, limit+1, 1); !errors.Is(err, ordersaga.ErrStockOutOfRange) {
+	if _, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: limit + 1, PriceCents: 1}); !errors.Is(err, ordersaga.ErrStockOutOfRange) {
 		t.Errorf("SetStock(2^53+1) = %v, want ErrStockOutOfRange", err)
 	}
 	if _, err := store.Inventory(ctx, sku); err == nil {
@@ -240,11 +240,11 @@ func TestSetStock_StockLimit(t *testing.T) {
 		t.Error("a refused Load wrote the counter")
 	}
 
-	_, err := reconcile.SetStock(ctx, store, rs, sku, limit, 1)
+	_, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: limit, PriceCents: 1})
 	mustOK(t, err)
-	_, err = rs.Reserve(ctx, "o-big", sku, 3)
+	_, err = rs.Reserve(ctx, "o-big", "", sku, 3)
 	mustOK(t, err)
-	v, err := reconcile.SetStock(ctx, store, rs, sku, limit, 1)
+	v, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: limit, PriceCents: 1})
 	mustOK(t, err)
 	if v.DBStock != limit || v.RedisAvailable == nil || *v.RedisAvailable != limit-3 || v.Holds != 3 {
 		t.Errorf("at the limit with a hold of 3: %+v", v)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -17,7 +18,7 @@ func TestLoad_SubtractsTheHoldsAndNeverClamps(t *testing.T) {
 	ctx := t.Context()
 	rs, sku := testenv.MustOpenRedisSKU(t, 100)
 	for i, q := range []int64{3, 4} {
-		if _, err := rs.Reserve(ctx, fmt.Sprintf("o-load-%d", i), sku, q); err != nil {
+		if _, err := rs.Reserve(ctx, fmt.Sprintf("o-load-%d", i), "", sku, q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -29,13 +30,13 @@ func TestLoad_SubtractsTheHoldsAndNeverClamps(t *testing.T) {
 	if avail, _, err = rs.Load(ctx, sku, 5); err != nil || avail != -2 {
 		t.Fatalf("Load(5) = %d, %v; want -2", avail, err)
 	}
-	if _, err := rs.Reserve(ctx, "o-load-new", sku, 1); err == nil {
+	if _, err := rs.Reserve(ctx, "o-load-new", "", sku, 1); err == nil {
 		t.Error("a reserve succeeded on a negative counter")
 	}
-	if _, err := rs.Release(ctx, "o-load-0", sku); err != nil {
+	if _, err := rs.Release(ctx, "o-load-0", "", sku); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rs.Release(ctx, "o-load-1", sku); err != nil {
+	if _, err := rs.Release(ctx, "o-load-1", "", sku); err != nil {
 		t.Fatal(err)
 	}
 	if got, loaded, _ := rs.Available(ctx, sku); !loaded || got != 5 {
@@ -54,7 +55,7 @@ func TestSnapshot(t *testing.T) {
 	if err := rs.SetAvailable(ctx, sku, 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rs.Reserve(ctx, "o-snap", sku, 4); err != nil {
+	if _, err := rs.Reserve(ctx, "o-snap", "", sku, 4); err != nil {
 		t.Fatal(err)
 	}
 	if avail, held, err = rs.AvailAndHeld(ctx, sku); err != nil || avail == nil || *avail != 6 || held != 4 {
@@ -68,24 +69,24 @@ func TestSetStock(t *testing.T) {
 	store := testenv.MustOpenStore(t)
 	rs := testenv.MustOpenRedis(t)
 
-	v, err := reconcile.SetStock(ctx, store, rs, "SS-1", 10, 250)
+	v, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: "SS-1", Stock: 10, PriceCents: 250})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.DBStock != 10 || v.PriceCents != 250 || v.RedisAvailable == nil || *v.RedisAvailable != 10 || v.Holds != 0 || *v.Drift() != 0 {
 		t.Errorf("new SKU: %+v", v)
 	}
-	if _, err := rs.Reserve(ctx, "o-ss", "SS-1", 4); err != nil {
+	if _, err := rs.Reserve(ctx, "o-ss", "", "SS-1", 4); err != nil {
 		t.Fatal(err)
 	}
-	if v, err = reconcile.SetStock(ctx, store, rs, "SS-1", 30, 300); err != nil {
+	if v, err = reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: "SS-1", Stock: 30, PriceCents: 300}); err != nil {
 		t.Fatal(err)
 	}
 	if v.DBStock != 30 || v.PriceCents != 300 || *v.RedisAvailable != 26 || v.Holds != 4 || *v.Drift() != 0 {
 		t.Errorf("with a hold: %+v", v)
 	}
 	for _, bad := range [][2]int64{{-1, 1}, {1, -1}} {
-		if _, err := reconcile.SetStock(ctx, store, rs, "SS-1", bad[0], bad[1]); err == nil {
+		if _, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: "SS-1", Stock: bad[0], PriceCents: bad[1]}); err == nil {
 			t.Errorf("SetStock(%v) succeeded", bad)
 		}
 	}
@@ -107,14 +108,14 @@ func TestSetStock_WhileOrdersRun(t *testing.T) {
 	store := testenv.MustOpenStore(t)
 	rs := testenv.MustOpenRedis(t)
 	const sku = "SS-RACE"
-	if _, err := reconcile.SetStock(ctx, store, rs, sku, 100, 10); err != nil {
+	if _, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: 100, PriceCents: 10}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
 			id := fmt.Sprintf("o-race-%02d", i)
-			if _, err := rs.Reserve(ctx, id, sku, 2); err != nil {
+			if _, err := rs.Reserve(ctx, id, "", sku, 2); err != nil {
 				return // sold out by a load: fine
 			}
 			_, err := store.Deduct(ctx, ordersaga.DeductInput{OrderID: id, UserID: "u", Currency: "CNY",
@@ -123,7 +124,7 @@ func TestSetStock_WhileOrdersRun(t *testing.T) {
 				if _, rerr := store.Restore(ctx, id, []ordersaga.Line{{SKU: sku, Qty: 2}}); rerr != nil {
 					t.Error(rerr)
 				}
-				if _, rerr := rs.Release(ctx, id, sku); rerr != nil {
+				if _, rerr := rs.Release(ctx, id, "", sku); rerr != nil {
 					t.Error(rerr)
 				}
 				return
@@ -135,7 +136,7 @@ func TestSetStock_WhileOrdersRun(t *testing.T) {
 	}
 	for _, stock := range []int64{80, 60, 90, 70, 75} {
 		wg.Go(func() {
-			if _, err := reconcile.SetStock(ctx, store, rs, sku, stock, 10); err != nil {
+			if _, err := reconcile.SetStock(ctx, store, rs, sqlstore.InventorySpec{SKU: sku, Stock: stock, PriceCents: 10}); err != nil {
 				t.Error(err)
 			}
 		})

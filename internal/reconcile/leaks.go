@@ -105,7 +105,7 @@ func CloseGone(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store,
 		return ordersaga.OrderRecord{}, nil, err
 	}
 	for _, l := range restored {
-		if _, err := rs.Release(ctx, orderID, l.SKU); err != nil {
+		if _, err := rs.Release(ctx, orderID, rec.UserID, l.SKU); err != nil {
 			return ordersaga.OrderRecord{}, nil, fmt.Errorf("close %s: %w", orderID, err)
 		}
 	}

@@ -118,7 +118,7 @@ func TestMarkers_EveryCommandsErrorCounts(t *testing.T) {
 	t.Run("marker_of_the_wrong_type", func(t *testing.T) {
 		t.Parallel()
 		rs, sku := testenv.MustOpenRedisSKU(t, 5)
-		if _, err := rs.Reserve(t.Context(), "o1", sku, 1); err != nil {
+		if _, err := rs.Reserve(t.Context(), "o1", "", sku, 1); err != nil {
 			t.Fatal(err)
 		}
 		wrongType(t, rs, rs.MarkerKey(sku, "o2"), true)
@@ -137,7 +137,7 @@ func TestMarkers_EveryCommandsErrorCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range []string{"o1", "o2"} {
-			if _, err := rs.Reserve(t.Context(), o, sku, 1); err != nil {
+			if _, err := rs.Reserve(t.Context(), o, "", sku, 1); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -60,3 +60,30 @@ func (r *Store) AvailAndHeld(ctx context.Context, sku string) (avail *int64, hel
 	}
 	return avail, held, nil
 }
+
+// SetLimit writes the SKU's per-user limit as the database has it (0 removes it: no limit). Callers hold the
+// SKU's inventory row lock (reconcile.LoadStock), so two loads cannot write an older limit last.
+func (r *Store) SetLimit(ctx context.Context, sku string, limit int64) error {
+	var err error
+	if limit > 0 {
+		err = r.rdb.Set(ctx, r.LimitKey(sku), limit, 0).Err()
+	} else {
+		err = r.rdb.Del(ctx, r.LimitKey(sku)).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("set per-user limit of %s: %w", sku, err)
+	}
+	return nil
+}
+
+// Limit reads the SKU's per-user limit as Redis has it (0: none).
+func (r *Store) Limit(ctx context.Context, sku string) (int64, error) {
+	n, err := r.rdb.Get(ctx, r.LimitKey(sku)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("per-user limit of %s: %w", sku, err)
+	}
+	return n, nil
+}

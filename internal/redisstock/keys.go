@@ -22,8 +22,27 @@ func (r *Store) VersionKey(sku string) string { return r.prefix + "inv:{" + sku 
 // AdmittingKey counts the units of a SKU in orders the API is placing right now (admission.Gate.Admit).
 func (r *Store) AdmittingKey(sku string) string { return r.prefix + "inv:{" + sku + "}:admitting" }
 
+// LimitKey is the SKU's per-user limit as the database has it (missing or 0: none), set by every load of the
+// SKU from the database (SetLimit).
+func (r *Store) LimitKey(sku string) string { return r.prefix + "inv:{" + sku + "}:limit" }
+
+// UserKey is the hash order ID -> units of the SKU one user holds or bought: reserve.lua adds an order while
+// the SKU has a limit, release.lua takes it off, and the marker TTL bounds it (the database's user_units is
+// the truth; reconciliation squares the two).
+func (r *Store) UserKey(sku, userID string) string {
+	return r.prefix + "inv:{" + sku + "}:u:{" + userID + "}"
+}
+
+// UserKeyPattern matches every UserKey of a SKU (SCAN).
+func (r *Store) UserKeyPattern(sku string) string { return r.prefix + "inv:{" + sku + "}:u:*" }
+
 func (r *Store) keys(sku, orderID string) []string {
 	return []string{r.AvailKey(sku), r.HoldsKey(sku), r.MarkerKey(sku, orderID), r.VersionKey(sku)}
+}
+
+// userKeys are keys plus the limit and the user's count: the keys of reserve.lua and release.lua.
+func (r *Store) userKeys(sku, orderID, userID string) []string {
+	return append(r.keys(sku, orderID), r.LimitKey(sku), r.UserKey(sku, userID))
 }
 
 // ClaimKey is the marker of one idempotency key: the key has a row in idempotency_keys (admission).

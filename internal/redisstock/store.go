@@ -31,6 +31,7 @@ const (
 	codeRefused    = 5
 	codeNoHold     = 6
 	codeKept       = 7 // release of a sold order: its confirmed hold stays
+	codeLimit      = 6 // reserve: {6, held, limit}, the user's units would pass the per-user limit
 	defaultMarkTTL = 7 * 24 * time.Hour
 )
 
@@ -73,15 +74,25 @@ func (r *Store) Prefix() string { return r.prefix }
 // MarkerTTL is how long a per-order marker lives (see New).
 func (r *Store) MarkerTTL() time.Duration { return r.markerTTL }
 
-// Reserve holds qty units of sku for orderID. It returns ErrSoldOut, ordersaga.ErrNotLoaded or ordersaga.ErrCompensated (the
-// order's line was already released or tombstoned) for the outcomes that hold nothing.
-func (r *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (ordersaga.ReserveOutcome, error) {
+// Reserve holds qty units of sku for orderID of userID. It returns ErrSoldOut, ordersaga.ErrNotLoaded,
+// ordersaga.ErrCompensated (the order's line was already released or tombstoned) or a
+// *ordersaga.LimitExceededError (the user's units of the SKU would pass its per-user limit) for the outcomes
+// that hold nothing. userID "" counts nothing per user (a reserve of a workflow started before the limit
+// existed): the database deduct still enforces the limit.
+func (r *Store) Reserve(ctx context.Context, orderID, userID, sku string, qty int64) (ordersaga.ReserveOutcome, error) {
 	if qty <= 0 || sku == "" || orderID == "" {
 		return "", fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", orderID, sku, qty)
 	}
-	code, err := r.reserve.Run(ctx, r.rdb, r.keys(sku, orderID), orderID, qty, r.ttlSeconds()).Int64()
+	raw, err := r.reserve.Run(ctx, r.rdb, r.userKeys(sku, orderID, userID), orderID, qty, r.ttlSeconds(), userID).Result()
 	if err != nil {
 		return "", fmt.Errorf("reserve %s: %w", sku, err)
+	}
+	if le, ok := limitReply(sku, raw); ok {
+		return "", le
+	}
+	code, ok := raw.(int64)
+	if !ok {
+		return "", fmt.Errorf("reserve %s: unexpected script reply %v", sku, raw)
 	}
 	switch code {
 	case codeOK:
@@ -98,23 +109,39 @@ func (r *Store) Reserve(ctx context.Context, orderID, sku string, qty int64) (or
 	return "", fmt.Errorf("reserve %s: unexpected script code %d", sku, code)
 }
 
-// Release gives back what orderID holds of sku, once; releasing what was never reserved writes a tombstone
-// so that a late reserve is refused.
-func (r *Store) Release(ctx context.Context, orderID, sku string) (ordersaga.ReleaseOutcome, error) {
-	return r.runRelease(ctx, orderID, sku, "")
+// limitReply reads reserve.lua's {6, held, limit}.
+func limitReply(sku string, raw any) (*ordersaga.LimitExceededError, bool) {
+	arr, ok := raw.([]any)
+	if !ok || len(arr) != 3 {
+		return nil, false
+	}
+	code, _ := arr[0].(int64)
+	held, _ := arr[1].(int64)
+	limit, _ := arr[2].(int64)
+	if code != codeLimit {
+		return nil, false
+	}
+	return &ordersaga.LimitExceededError{SKU: sku, Limit: limit, Held: held}, true
+}
+
+// Release gives back what orderID of userID holds of sku, once, and takes it off the user's count;
+// releasing what was never reserved writes a tombstone so that a late reserve is refused.
+func (r *Store) Release(ctx context.Context, orderID, userID, sku string) (ordersaga.ReleaseOutcome, error) {
+	return r.runRelease(ctx, orderID, userID, sku, "")
 }
 
 // ReleaseUnsold is Release for an order the database kept sold (its restore answered Sold: the order is
-// PAID): a confirmed hold stays confirmed (ordersaga.KeptSold), and only a hold the database never took is given back.
-func (r *Store) ReleaseUnsold(ctx context.Context, orderID, sku string) (ordersaga.ReleaseOutcome, error) {
-	return r.runRelease(ctx, orderID, sku, "sold")
+// PAID): a confirmed hold stays confirmed (ordersaga.KeptSold) and counted for its user, and only a hold the
+// database never took is given back.
+func (r *Store) ReleaseUnsold(ctx context.Context, orderID, userID, sku string) (ordersaga.ReleaseOutcome, error) {
+	return r.runRelease(ctx, orderID, userID, sku, "sold")
 }
 
-func (r *Store) runRelease(ctx context.Context, orderID, sku, mode string) (ordersaga.ReleaseOutcome, error) {
+func (r *Store) runRelease(ctx context.Context, orderID, userID, sku, mode string) (ordersaga.ReleaseOutcome, error) {
 	if sku == "" || orderID == "" {
 		return "", fmt.Errorf("release: order_id and sku are required (got %q, %q)", orderID, sku)
 	}
-	code, err := r.release.Run(ctx, r.rdb, r.keys(sku, orderID), orderID, r.ttlSeconds(), mode).Int64()
+	code, err := r.release.Run(ctx, r.rdb, r.userKeys(sku, orderID, userID), orderID, r.ttlSeconds(), mode).Int64()
 	if err != nil {
 		return "", fmt.Errorf("release %s: %w", sku, err)
 	}

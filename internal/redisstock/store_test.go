@@ -69,7 +69,7 @@ func checkMarkerTTL(t *testing.T, rs *redisstock.Store, sku, orderID string) {
 func TestReserve_HoldsUnits(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
-	out, err := rs.Reserve(t.Context(), "o1", sku, 3)
+	out, err := rs.Reserve(t.Context(), "o1", "", sku, 3)
 	if err != nil || out != ordersaga.Reserved {
 		t.Fatalf("Reserve = %q, %v; want reserved", out, err)
 	}
@@ -80,12 +80,12 @@ func TestReserve_HoldsUnits(t *testing.T) {
 func TestReserve_DuplicateIsANoOp(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
-	if _, err := rs.Reserve(t.Context(), "o1", sku, 3); err != nil {
+	if _, err := rs.Reserve(t.Context(), "o1", "", sku, 3); err != nil {
 		t.Fatal(err)
 	}
 	// A retry, even one carrying another quantity, returns the first result and takes nothing.
 	for _, qty := range []int64{3, 5} {
-		out, err := rs.Reserve(t.Context(), "o1", sku, qty)
+		out, err := rs.Reserve(t.Context(), "o1", "", sku, qty)
 		if err != nil || out != ordersaga.Duplicate {
 			t.Fatalf("retry with qty %d = %q, %v; want duplicate", qty, out, err)
 		}
@@ -96,7 +96,7 @@ func TestReserve_DuplicateIsANoOp(t *testing.T) {
 func TestReserve_SoldOutHoldsNothing(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 2)
-	_, err := rs.Reserve(t.Context(), "o1", sku, 3)
+	_, err := rs.Reserve(t.Context(), "o1", "", sku, 3)
 	var so *ordersaga.SoldOutError
 	if !errors.As(err, &so) || so.SKU != sku {
 		t.Fatalf("Reserve = %v, want SoldOutError naming %s", err, sku)
@@ -109,7 +109,7 @@ func TestReserve_SoldOutHoldsNothing(t *testing.T) {
 	if err := rs.SetAvailable(t.Context(), sku, 5); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := rs.Reserve(t.Context(), "o1", sku, 3); err != nil || out != ordersaga.Reserved {
+	if out, err := rs.Reserve(t.Context(), "o1", "", sku, 3); err != nil || out != ordersaga.Reserved {
 		t.Fatalf("Reserve after restock = %q, %v; want reserved", out, err)
 	}
 }
@@ -117,11 +117,11 @@ func TestReserve_SoldOutHoldsNothing(t *testing.T) {
 func TestReserve_ExactlyTheLastUnits(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 3)
-	if out, err := rs.Reserve(t.Context(), "o1", sku, 3); err != nil || out != ordersaga.Reserved {
+	if out, err := rs.Reserve(t.Context(), "o1", "", sku, 3); err != nil || out != ordersaga.Reserved {
 		t.Fatalf("Reserve = %q, %v; want reserved", out, err)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 0, map[string]int64{"o1": 3}, "H:3")
-	if _, err := rs.Reserve(t.Context(), "o2", sku, 1); err == nil {
+	if _, err := rs.Reserve(t.Context(), "o2", "", sku, 1); err == nil {
 		t.Fatal("reserve at zero succeeded")
 	}
 }
@@ -129,7 +129,7 @@ func TestReserve_ExactlyTheLastUnits(t *testing.T) {
 func TestReserve_NotLoadedFailsClosed(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, testenv.NotLoaded)
-	_, err := rs.Reserve(t.Context(), "o1", sku, 1)
+	_, err := rs.Reserve(t.Context(), "o1", "", sku, 1)
 	if !errors.Is(err, ordersaga.ErrNotLoaded) {
 		t.Fatalf("Reserve = %v, want ErrNotLoaded", err)
 	}
@@ -146,7 +146,7 @@ func TestReserve_NonPositiveQtyIsAnError(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
 	for _, qty := range []int64{0, -1} {
-		if out, err := rs.Reserve(t.Context(), "o1", sku, qty); err == nil {
+		if out, err := rs.Reserve(t.Context(), "o1", "", sku, qty); err == nil {
 			t.Errorf("Reserve qty %d = %q, nil; want an error", qty, out)
 		}
 	}
@@ -157,24 +157,24 @@ func TestRelease_GivesUnitsBackOnce(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
 	ctx := t.Context()
-	if _, err := rs.Reserve(ctx, "o1", sku, 3); err != nil {
+	if _, err := rs.Reserve(ctx, "o1", "", sku, 3); err != nil {
 		t.Fatal(err)
 	}
-	out, err := rs.Release(ctx, "o1", sku)
+	out, err := rs.Release(ctx, "o1", "", sku)
 	if err != nil || out != ordersaga.Released {
 		t.Fatalf("Release = %q, %v; want released", out, err)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 10, nil, "R:3")
 	checkMarkerTTL(t, rs, sku, "o1")
 
-	out, err = rs.Release(ctx, "o1", sku)
+	out, err = rs.Release(ctx, "o1", "", sku)
 	if err != nil || out != ordersaga.AlreadyReleased {
 		t.Fatalf("second Release = %q, %v; want already_released", out, err)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 10, nil, "R:3")
 
 	// A reserve retried after its compensation ran must not take the units again.
-	if _, err := rs.Reserve(ctx, "o1", sku, 3); !errors.Is(err, ordersaga.ErrCompensated) {
+	if _, err := rs.Reserve(ctx, "o1", "", sku, 3); !errors.Is(err, ordersaga.ErrCompensated) {
 		t.Fatalf("Reserve after release = %v, want ErrCompensated", err)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 10, nil, "R:3")
@@ -184,7 +184,7 @@ func TestRelease_BeforeReserveWritesTombstone(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
 	ctx := t.Context()
-	out, err := rs.Release(ctx, "o1", sku)
+	out, err := rs.Release(ctx, "o1", "", sku)
 	if err != nil || out != ordersaga.TombstoneReleased {
 		t.Fatalf("Release = %q, %v; want tombstone", out, err)
 	}
@@ -192,12 +192,12 @@ func TestRelease_BeforeReserveWritesTombstone(t *testing.T) {
 	checkMarkerTTL(t, rs, sku, "o1")
 
 	// The hanging reserve arrives after its compensation: refused, nothing taken.
-	if _, err := rs.Reserve(ctx, "o1", sku, 3); !errors.Is(err, ordersaga.ErrCompensated) {
+	if _, err := rs.Reserve(ctx, "o1", "", sku, 3); !errors.Is(err, ordersaga.ErrCompensated) {
 		t.Fatalf("late Reserve = %v, want ErrCompensated", err)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 10, nil, "T")
 
-	out, err = rs.Release(ctx, "o1", sku)
+	out, err = rs.Release(ctx, "o1", "", sku)
 	if err != nil || out != ordersaga.AlreadyReleased {
 		t.Fatalf("second Release = %q, %v; want already_released", out, err)
 	}
@@ -208,13 +208,13 @@ func TestRelease_WithoutAvailKeyDoesNotCreateIt(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
 	ctx := t.Context()
-	if _, err := rs.Reserve(ctx, "o1", sku, 3); err != nil {
+	if _, err := rs.Reserve(ctx, "o1", "", sku, 3); err != nil {
 		t.Fatal(err)
 	}
 	if err := rs.Client().Del(ctx, rs.AvailKey(sku)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := rs.Release(ctx, "o1", sku); err != nil || out != ordersaga.Released {
+	if out, err := rs.Release(ctx, "o1", "", sku); err != nil || out != ordersaga.Released {
 		t.Fatalf("Release = %q, %v; want released", out, err)
 	}
 	st := readRedis(t, rs, sku, "o1")
@@ -230,7 +230,7 @@ func TestConfirm_DropsHoldKeepsAvail(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
 	ctx := t.Context()
-	if _, err := rs.Reserve(ctx, "o1", sku, 3); err != nil {
+	if _, err := rs.Reserve(ctx, "o1", "", sku, 3); err != nil {
 		t.Fatal(err)
 	}
 	ok, err := rs.Confirm(ctx, "o1", sku)
@@ -244,7 +244,7 @@ func TestConfirm_DropsHoldKeepsAvail(t *testing.T) {
 	if err != nil || ok {
 		t.Fatalf("second Confirm = %v, %v; want false, nil", ok, err)
 	}
-	if out, err := rs.Reserve(ctx, "o1", sku, 3); err != nil || out != ordersaga.Duplicate {
+	if out, err := rs.Reserve(ctx, "o1", "", sku, 3); err != nil || out != ordersaga.Duplicate {
 		t.Fatalf("Reserve after confirm = %q, %v; want duplicate", out, err)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 7, nil, "C:3")
@@ -260,10 +260,10 @@ func TestConfirm_WithoutHoldChangesNothing(t *testing.T) {
 	}
 	readRedis(t, rs, sku, "o1").check(t, 10, nil, "")
 	// Released before the confirm arrived.
-	if _, err := rs.Reserve(ctx, "o2", sku, 2); err != nil {
+	if _, err := rs.Reserve(ctx, "o2", "", sku, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rs.Release(ctx, "o2", sku); err != nil {
+	if _, err := rs.Release(ctx, "o2", "", sku); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := rs.Confirm(ctx, "o2", sku); err != nil || ok {
@@ -276,19 +276,19 @@ func TestRelease_AfterConfirmGivesUnitsBack(t *testing.T) {
 	t.Parallel()
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
 	ctx := t.Context()
-	if _, err := rs.Reserve(ctx, "o1", sku, 3); err != nil {
+	if _, err := rs.Reserve(ctx, "o1", "", sku, 3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rs.Confirm(ctx, "o1", sku); err != nil {
 		t.Fatal(err)
 	}
 	// The saga restores the DB first, then releases Redis: the confirmed units come back to the counter.
-	out, err := rs.Release(ctx, "o1", sku)
+	out, err := rs.Release(ctx, "o1", "", sku)
 	if err != nil || out != ordersaga.Released {
 		t.Fatalf("Release = %q, %v; want released", out, err)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 10, nil, "R:3")
-	if out, _ := rs.Release(ctx, "o1", sku); out != ordersaga.AlreadyReleased {
+	if out, _ := rs.Release(ctx, "o1", "", sku); out != ordersaga.AlreadyReleased {
 		t.Fatalf("second Release = %q, want already_released", out)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 10, nil, "R:3")
@@ -299,11 +299,11 @@ func TestReserve_OrdersAreIndependent(t *testing.T) {
 	rs, sku := testenv.MustOpenRedisSKU(t, 10)
 	ctx := t.Context()
 	for _, o := range []string{"o1", "o2", "o3"} {
-		if _, err := rs.Reserve(ctx, o, sku, 2); err != nil {
+		if _, err := rs.Reserve(ctx, o, "", sku, 2); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := rs.Release(ctx, "o2", sku); err != nil {
+	if _, err := rs.Release(ctx, "o2", "", sku); err != nil {
 		t.Fatal(err)
 	}
 	readRedis(t, rs, sku, "o1").check(t, 6, map[string]int64{"o1": 2, "o3": 2}, "H:2")

@@ -176,7 +176,7 @@ func TestConcurrentReserves_NeverOversellInRedis(t *testing.T) {
 	})
 	errs := make([]error, flashBuyers)
 	elapsed := runAll(flashBuyers, func(i int) {
-		_, errs[i] = rs.Reserve(ctx, fmt.Sprintf("o%04d", i), sku, qtys[i])
+		_, errs[i] = rs.Reserve(ctx, fmt.Sprintf("o%04d", i), "", sku, qtys[i])
 	})
 	smp.finish(t, "redis avail")
 
@@ -379,9 +379,9 @@ func TestConcurrentReleaseAndLateReserve_AvailAlwaysComesBack(t *testing.T) {
 		)
 		runAll(2, func(i int) {
 			if (i+round)%2 == 0 {
-				_, resErr = rs.Reserve(ctx, order, sku, qty)
+				_, resErr = rs.Reserve(ctx, order, "", sku, qty)
 			} else {
-				relOut, relErr = rs.Release(ctx, order, sku)
+				relOut, relErr = rs.Release(ctx, order, "", sku)
 			}
 		})
 		if relErr != nil {

@@ -12,10 +12,19 @@ import (
 
 // InventoryRow is one SKU of the inventory table.
 type InventoryRow struct {
-	SKU        string
-	Stock      int64
-	PriceCents int64
-	UpdatedAt  time.Time
+	SKU          string
+	Stock        int64
+	PriceCents   int64
+	PerUserLimit int64 // 0: none
+	UpdatedAt    time.Time
+}
+
+// InventorySpec is what the inventory admin sets of one SKU (PUT /v1/inventory/{sku}).
+type InventorySpec struct {
+	SKU          string
+	Stock        int64
+	PriceCents   int64
+	PerUserLimit int64 // 0: none
 }
 
 // KnownSKUs returns which of the SKUs exist in the inventory table.
@@ -34,17 +43,17 @@ func (s *Store) KnownSKUs(ctx context.Context, skus []string) (map[string]bool, 
 	return out, nil
 }
 
-// SetInventory creates or replaces a SKU's stock and price (seeding and tests; not for orders, and Redis is
-// left alone: reconcile.SetStock sets both).
+// SetInventory creates or replaces a SKU's stock and price, without a per-user limit (seeding and tests; not
+// for orders, and Redis is left alone: reconcile.SetStock sets both).
 func (s *Store) SetInventory(ctx context.Context, sku string, stock, priceCents int64) error {
-	_, err := s.SetInventoryLocked(ctx, sku, stock, priceCents, func(*Locked, int64) error { return nil })
+	_, err := s.SetInventoryLocked(ctx, InventorySpec{SKU: sku, Stock: stock, PriceCents: priceCents}, func(*Locked, int64) error { return nil })
 	return err
 }
 
 // Inventory reads one SKU; ordersaga.ErrNotFound when it does not exist.
 func (s *Store) Inventory(ctx context.Context, sku string) (InventoryRow, error) {
 	var rows []InventoryRow
-	if err := s.db.WithContext(ctx).Raw("SELECT sku, stock, price_cents, updated_at FROM inventory WHERE sku = ?", sku).
+	if err := s.db.WithContext(ctx).Raw("SELECT sku, stock, price_cents, per_user_limit, updated_at FROM inventory WHERE sku = ?", sku).
 		Scan(&rows).Error; err != nil {
 		return InventoryRow{}, fmt.Errorf("inventory %s: %w", sku, err)
 	}
@@ -58,10 +67,11 @@ func (s *Store) Inventory(ctx context.Context, sku string) (InventoryRow, error)
 // the transaction ends, so what it reads of the SKU stays the truth while the caller acts on it (the admin
 // stock set and the load of Redis from the database, reconcile.LoadStock).
 type Locked struct {
-	s     *Store
-	tx    *gorm.DB
-	SKU   string
-	Stock int64 // the row's stock, as this transaction wrote or read it
+	s            *Store
+	tx           *gorm.DB
+	SKU          string
+	Stock        int64 // the row's stock, as this transaction wrote or read it
+	PerUserLimit int64 // the row's per-user limit (0: none), as this transaction wrote or read it
 }
 
 // Truth reads the SKU's truth as the locked transaction sees it: the watermark, then the ledger rows of the
@@ -82,18 +92,23 @@ func (l *Locked) Truth(held []string) (ordersaga.SKUTruth, error) {
 	return truth, nil
 }
 
-// lockSKU locks the SKU's inventory row in tx and returns its stock (found false when there is no row). The
-// lock comes before any other read: on MySQL the first plain read fixes the transaction's snapshot, which
-// must not predate a deduct or restore that committed before the lock.
-func (s *Store) lockSKU(tx *gorm.DB, sku string) (stock int64, found bool, err error) {
-	var row []int64
-	if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&row).Error; err != nil {
-		return 0, false, fmt.Errorf("lock %s: %w", sku, err)
+// lockSKU locks the SKU's inventory row in tx and returns its stock and per-user limit (found false when
+// there is no row). The lock comes before any other read: on MySQL the first plain read fixes the
+// transaction's snapshot, which must not predate a deduct or restore that committed before the lock.
+func (s *Store) lockSKU(tx *gorm.DB, sku string) (row lockedRow, found bool, err error) {
+	var rows []lockedRow
+	if err := tx.Raw("SELECT stock, per_user_limit FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&rows).Error; err != nil {
+		return lockedRow{}, false, fmt.Errorf("lock %s: %w", sku, err)
 	}
-	if len(row) == 0 {
-		return 0, false, nil
+	if len(rows) == 0 {
+		return lockedRow{}, false, nil
 	}
-	return row[0], true, nil
+	return rows[0], true, nil
+}
+
+type lockedRow struct {
+	Stock        int64
+	PerUserLimit int64
 }
 
 // WithSKULocked runs fn in a transaction (REPEATABLE READ on MySQL: its reads agree with each other) that holds
@@ -101,22 +116,24 @@ func (s *Store) lockSKU(tx *gorm.DB, sku string) (stock int64, found bool, err e
 // when the SKU does not exist, without calling fn.
 func (s *Store) WithSKULocked(ctx context.Context, sku string, fn func(l *Locked) error) error {
 	return s.ledgerTx(ctx, func(tx *gorm.DB) error {
-		stock, found, err := s.lockSKU(tx, sku)
+		row, found, err := s.lockSKU(tx, sku)
 		switch {
 		case err != nil:
 			return err
 		case !found:
 			return fmt.Errorf("%s: %w", sku, ordersaga.ErrNotFound)
 		}
-		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: stock})
+		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: row.Stock, PerUserLimit: row.PerUserLimit})
 	})
 }
 
-// SetInventoryLocked sets a SKU's stock and price (creating the SKU) and runs fn in the same transaction,
-// under the row's lock, before the commit. lower is the lower of the old and the new stock (0 for a new SKU:
-// nothing was for sale), what may be promised until the commit. touched reports whether the row was
-// written (the transaction may still have failed after).
-func (s *Store) SetInventoryLocked(ctx context.Context, sku string, stock, priceCents int64, fn func(l *Locked, lower int64) error) (touched bool, err error) {
+// SetInventoryLocked sets a SKU's stock, price and per-user limit (creating the SKU) and runs fn in the same
+// transaction, under the row's lock, before the commit. lower is the lower of the old and the new stock (0
+// for a new SKU: nothing was for sale), what may be promised until the commit. touched reports whether the
+// row was written (the transaction may still have failed after). A SKU that gets a limit (it had none) has
+// its users' units counted afresh from the ledger, under the same lock (user_units, userunits.go).
+func (s *Store) SetInventoryLocked(ctx context.Context, in InventorySpec, fn func(l *Locked, lower int64) error) (touched bool, err error) {
+	sku, stock, priceCents := in.SKU, in.Stock, in.PriceCents
 	if sku == "" {
 		return false, errors.New("set stock: sku is empty")
 	}
@@ -125,6 +142,9 @@ func (s *Store) SetInventoryLocked(ctx context.Context, sku string, stock, price
 	}
 	if priceCents < 0 {
 		return false, fmt.Errorf("set stock %s: price_cents must not be negative (got %d)", sku, priceCents)
+	}
+	if err := ordersaga.CheckPerUserLimit(sku, in.PerUserLimit); err != nil {
+		return false, fmt.Errorf("set stock %w", err)
 	}
 	err = s.ledgerTx(ctx, func(tx *gorm.DB) error {
 		now := s.now()
@@ -135,19 +155,24 @@ func (s *Store) SetInventoryLocked(ctx context.Context, sku string, stock, price
 		lower := stock
 		if !found {
 			lower = 0
-			if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, updated_at) VALUES (?, ?, ?, ?)",
-				sku, stock, priceCents, now).Error; err != nil {
+			if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, per_user_limit, updated_at) VALUES (?, ?, ?, ?, ?)",
+				sku, stock, priceCents, in.PerUserLimit, now).Error; err != nil {
 				return fmt.Errorf("set stock %s: %w", sku, err)
 			}
 		} else {
-			lower = min(lower, cur)
-			if err := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, updated_at = ? WHERE sku = ?",
-				stock, priceCents, now, sku).Error; err != nil {
+			lower = min(lower, cur.Stock)
+			if err := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, per_user_limit = ?, updated_at = ? WHERE sku = ?",
+				stock, priceCents, in.PerUserLimit, now, sku).Error; err != nil {
 				return fmt.Errorf("set stock %s: %w", sku, err)
 			}
 		}
 		touched = true
-		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: stock}, lower)
+		if in.PerUserLimit > 0 && cur.PerUserLimit == 0 {
+			if err := countUserUnits(tx, sku); err != nil {
+				return fmt.Errorf("set stock %s: %w", sku, err)
+			}
+		}
+		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: stock, PerUserLimit: in.PerUserLimit}, lower)
 	})
 	return touched, err
 }

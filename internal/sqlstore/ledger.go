@@ -64,6 +64,7 @@ var errRepriced = errors.New("price changed during the deduct")
 // deductTx is one attempt of Deduct; it fills in lines' prices.
 func (s *Store) deductTx(tx *gorm.DB, in ordersaga.DeductInput, lines []ordersaga.Line) error {
 	now := s.now()
+	limits := make([]int64, len(lines)) // per line, the SKU's per-user limit as read with its price
 	for i, l := range lines {
 		res := tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES (?, ?, ?, ?, ?)",
 			in.OrderID, l.SKU, OpDeduct, l.Qty, now)
@@ -81,14 +82,15 @@ func (s *Store) deductTx(tx *gorm.DB, in ordersaga.DeductInput, lines []ordersag
 		if restores > 0 {
 			return fmt.Errorf("deduct %s line %s: %w", in.OrderID, l.SKU, ordersaga.ErrCompensated)
 		}
-		var price []int64
-		if err := tx.Raw("SELECT price_cents FROM inventory WHERE sku = ?", l.SKU).Scan(&price).Error; err != nil {
+		var terms []saleTerms
+		if err := tx.Raw("SELECT price_cents, per_user_limit FROM inventory WHERE sku = ?", l.SKU).Scan(&terms).Error; err != nil {
 			return fmt.Errorf("deduct %s: price %s: %w", in.OrderID, l.SKU, err)
 		}
-		if len(price) == 0 {
+		if len(terms) == 0 {
 			return fmt.Errorf("deduct %s: %w", in.OrderID, &ordersaga.UnknownSKUError{SKU: l.SKU})
 		}
-		lines[i].UnitPriceCents = price[0]
+		lines[i].UnitPriceCents = terms[0].PriceCents
+		limits[i] = terms[0].PerUserLimit
 	}
 	rec := ordersaga.OrderRecord{
 		OrderID: in.OrderID, UserID: in.UserID, Status: ordersaga.StatusAwaitingPayment,
@@ -101,27 +103,40 @@ func (s *Store) deductTx(tx *gorm.DB, in ordersaga.DeductInput, lines []ordersag
 		}
 		return fmt.Errorf("deduct %s: %w", in.OrderID, err)
 	}
-	for _, l := range lines {
-		res := tx.Exec("UPDATE inventory SET stock = stock - ?, updated_at = ? WHERE sku = ? AND stock >= ? AND price_cents = ?",
-			l.Qty, now, l.SKU, l.Qty, l.UnitPriceCents)
+	for i, l := range lines {
+		res := tx.Exec("UPDATE inventory SET stock = stock - ?, updated_at = ? WHERE sku = ? AND stock >= ? AND price_cents = ? AND per_user_limit = ?",
+			l.Qty, now, l.SKU, l.Qty, l.UnitPriceCents, limits[i])
 		if res.Error != nil {
 			return fmt.Errorf("deduct %s: update %s: %w", in.OrderID, l.SKU, res.Error)
 		}
 		if res.RowsAffected > 0 {
+			// The row is locked now, with the limit read above: the user's units of the SKU are counted under
+			// the lock every deduct and restore of the SKU takes.
+			if limits[i] > 0 {
+				if err := s.addUserUnits(tx, l.SKU, in.UserID, l.Qty, limits[i]); err != nil {
+					return fmt.Errorf("deduct %s: %w", in.OrderID, err)
+				}
+			}
 			continue
 		}
-		// Sold out, or repriced since the read: a locking read sees the latest committed price (a plain one
-		// would see this transaction's snapshot on InnoDB).
-		var price []int64
-		if err := tx.Raw("SELECT price_cents FROM inventory WHERE sku = ?"+s.forUpdate(), l.SKU).Scan(&price).Error; err != nil {
+		// Sold out, or repriced (or its limit changed) since the read: a locking read sees the latest committed
+		// row (a plain one would see this transaction's snapshot on InnoDB).
+		var terms []saleTerms
+		if err := tx.Raw("SELECT price_cents, per_user_limit FROM inventory WHERE sku = ?"+s.forUpdate(), l.SKU).Scan(&terms).Error; err != nil {
 			return fmt.Errorf("deduct %s: price %s: %w", in.OrderID, l.SKU, err)
 		}
-		if len(price) > 0 && price[0] != l.UnitPriceCents {
+		if len(terms) > 0 && (terms[0].PriceCents != l.UnitPriceCents || terms[0].PerUserLimit != limits[i]) {
 			return errRepriced
 		}
 		return &ordersaga.SoldOutError{SKU: l.SKU}
 	}
 	return nil
+}
+
+// saleTerms is what a deduct reads of a SKU before it takes the units: the price and the per-user limit.
+type saleTerms struct {
+	PriceCents   int64
+	PerUserLimit int64
 }
 
 // deductAgain decides a deduct whose DEDUCT row already exists, under the order's row lock: the retry of a
@@ -219,6 +234,9 @@ func (s *Store) restoreTx(tx *gorm.DB, orderID string, lines []ordersaga.Line) (
 		if err := tx.Exec("UPDATE inventory SET stock = stock + ?, updated_at = ? WHERE sku = ?",
 			qty, now, l.SKU).Error; err != nil {
 			return nil, fmt.Errorf("restore %s: update %s: %w", orderID, l.SKU, err)
+		}
+		if err := s.releaseUserUnits(tx, l.SKU, st.UserID, qty); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", orderID, err)
 		}
 		out = append(out, ordersaga.RestoreLine{SKU: l.SKU, Qty: qty})
 	}

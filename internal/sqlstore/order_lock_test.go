@@ -169,7 +169,7 @@ func TestReconcilerLeaks_APaymentCommittingMeanwhileWins(t *testing.T) {
 	if err := rs.SetAvailable(ctx, "A", 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rs.Reserve(ctx, "o1", "A", 3); err != nil {
+	if _, err := rs.Reserve(ctx, "o1", "", "A", 3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Deduct(ctx, deductIn("o1", line("A", 3))); err != nil {

@@ -87,13 +87,14 @@ func utcPtr(t *time.Time) *time.Time {
 type orderState struct {
 	Status         ordersaga.Status
 	PaymentEventID *string
+	UserID         string
 }
 
 // lockOrder reads the order's row with a locking read: the order's row lock is what orders Deduct's
 // decision on a retry, Restore, MarkPaid and CloseOrder of one order against each other.
 func (s *Store) lockOrder(tx *gorm.DB, orderID string) (orderState, bool, error) {
 	var rows []orderState
-	if err := tx.Raw("SELECT status, payment_event_id FROM orders WHERE order_id = ?"+s.forUpdate(), orderID).
+	if err := tx.Raw("SELECT status, payment_event_id, user_id FROM orders WHERE order_id = ?"+s.forUpdate(), orderID).
 		Scan(&rows).Error; err != nil {
 		return orderState{}, false, fmt.Errorf("lock order: %w", err)
 	}

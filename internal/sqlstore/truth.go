@@ -89,14 +89,14 @@ func (s *Store) skuTruthIn(tx *gorm.DB, sku string, watermark int64, orders []st
 	var out ordersaga.SKUTruth
 	// The inventory row is read with a lock (MySQL): the latest committed stock, not an older snapshot, and no
 	// deduct or restore of the SKU commits until this transaction ends, so the ledger reads below agree with it.
-	var stock []int64
-	if err := tx.Raw("SELECT stock FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&stock).Error; err != nil {
+	var inv []lockedRow
+	if err := tx.Raw("SELECT stock, per_user_limit FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&inv).Error; err != nil {
 		return ordersaga.SKUTruth{}, err
 	}
-	if len(stock) == 0 {
+	if len(inv) == 0 {
 		return out, nil
 	}
-	out.Stock, out.Known = stock[0], true
+	out.Stock, out.PerUserLimit, out.Known = inv[0].Stock, inv[0].PerUserLimit, true
 	var rows []ledgerRow
 	if err := tx.Raw("SELECT id, order_id, op, qty FROM stock_ledger WHERE sku = ? AND id > ?", sku, watermark).
 		Scan(&rows).Error; err != nil {

@@ -1,10 +1,14 @@
 -- reserve: hold ARGV[2] units of one SKU for one order, atomically.
 -- KEYS[1] inv:{SKU}:avail   KEYS[2] inv:{SKU}:holds   KEYS[3] inv:{SKU}:o:{ORDER}
 -- KEYS[4] inv:{SKU}:ver (bumped on every change, for reconciliation's compare-and-set)
--- ARGV[1] order ID   ARGV[2] qty   ARGV[3] marker TTL in seconds
--- Returns 1 reserved, 2 duplicate (already held or confirmed), 3 sold out, 4 not loaded, 5 refused (released/tombstone).
--- The marker is checked BEFORE the stock, so a retry never takes stock twice and a late reserve never takes
--- stock after its compensation ran.
+-- KEYS[5] inv:{SKU}:limit (the per-user limit; missing or 0 = none)
+-- KEYS[6] inv:{SKU}:u:{USER} (hash order ID -> units of the SKU this user holds or bought, per order)
+-- ARGV[1] order ID   ARGV[2] qty   ARGV[3] marker TTL in seconds   ARGV[4] user ID ('' = not known: no
+-- per-user count in Redis; the database deduct still enforces the limit)
+-- Returns 1 reserved, 2 duplicate (already held or confirmed), 3 sold out, 4 not loaded, 5 refused
+-- (released/tombstone), or {6, held, limit} when the user's units would pass the per-user limit.
+-- The marker is checked BEFORE the stock and the user's count, so a retry never takes stock or counts twice
+-- and a late reserve never takes stock after its compensation ran.
 local marker = redis.call('GET', KEYS[3])
 if marker then
   local state = string.sub(marker, 1, 1)
@@ -18,11 +22,26 @@ if not avail then
   return 4
 end
 local qty = tonumber(ARGV[2])
+local limit = tonumber(redis.call('GET', KEYS[5]) or '0')
+local counted = limit > 0 and ARGV[4] ~= ''
+if counted then
+  local held = 0
+  for _, v in ipairs(redis.call('HVALS', KEYS[6])) do
+    held = held + tonumber(v)
+  end
+  if held + qty > limit then
+    return {6, held, limit}
+  end
+end
 if tonumber(avail) < qty then
   return 3
 end
 redis.call('DECRBY', KEYS[1], qty)
 redis.call('HSET', KEYS[2], ARGV[1], qty)
 redis.call('SET', KEYS[3], 'H:' .. qty, 'EX', tonumber(ARGV[3]))
+if counted then
+  redis.call('HSET', KEYS[6], ARGV[1], qty)
+  redis.call('EXPIRE', KEYS[6], tonumber(ARGV[3]))
+end
 redis.call('INCR', KEYS[4])
 return 1
