@@ -34,6 +34,11 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"shares over one", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--pay-ratio", "0.8", "--cancel-ratio", "0.5"}, "must not exceed 1"},
 		{"bad target", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--target", "localhost:8080"}, "--target"},
 		{"unknown flag", []string{"flashsale", "--nope"}, "flag provided but not defined"},
+		{"negative per-user limit", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--per-user-limit", "-1"}, "--per-user-limit -1: must not be negative"},
+		{"bot ratio over one", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "1.5"}, "--bot-ratio 1.5"},
+		{"negative bot ratio", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "-0.2"}, "--bot-ratio -0.2"},
+		{"no bot attempts", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "0.1", "--bot-attempts", "0"}, "--bot-attempts 0"},
+		{"qty above the limit", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--per-user-limit", "2", "--qty", "3"}, "--qty 3 is above --per-user-limit 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,5 +48,24 @@ func TestBadFlagsExitTwo(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
+	}
+}
+
+func TestLimitAndBotFlags(t *testing.T) {
+	env := map[string]string{"ADMIN_TOKEN": "tok", "PAYMENT_WEBHOOK_SECRET": "hook"}
+	cfg, _, err := parseFlags([]string{"flashsale", "--per-user-limit", "2", "--bot-ratio", "0.1", "--bot-attempts", "5"},
+		func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PerUserLimit != 2 || cfg.BotRatio != 0.1 || cfg.BotAttempts != 5 {
+		t.Errorf("limit %d, bot ratio %g, bot attempts %d", cfg.PerUserLimit, cfg.BotRatio, cfg.BotAttempts)
+	}
+	cfg, _, err = parseFlags([]string{"flashsale"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PerUserLimit != 0 || cfg.BotRatio != 0 || cfg.BotAttempts != 20 {
+		t.Errorf("defaults: limit %d, bot ratio %g, bot attempts %d; want none, 0, 20", cfg.PerUserLimit, cfg.BotRatio, cfg.BotAttempts)
 	}
 }

@@ -18,6 +18,7 @@ import (
 func (r *Runner) fire(ctx context.Context) {
 	var wg sync.WaitGroup
 	end := r.fireStart.Add(r.cfg.Duration)
+	r.fireUntil = end
 	fctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	if r.cfg.Rate > 0 {
@@ -64,29 +65,49 @@ func (r *Runner) fire(ctx context.Context) {
 
 // plan is what one buyer does, drawn from the seed and the buyer's sequence number (so a run is repeatable).
 type plan struct {
+	seq              int64
 	key, userID, sku string
 	body             []byte
 	duplicate        bool
 	concurrentDup    bool
+	// bot marks a bot's visit: it orders again after any answer (botAttempt gives each order its own key).
+	bot bool
 }
 
 func (r *Runner) plan(seq int64) plan {
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(seq)))
+	user := rng.IntN(r.cfg.Buyers)
 	p := plan{
+		seq:    seq,
 		key:    fmt.Sprintf("fs-%s-%d", r.cfg.RunID, seq),
-		userID: fmt.Sprintf("fsu-%d", rng.IntN(r.cfg.Buyers)),
+		userID: fmt.Sprintf("fsu-%d", user),
 		sku:    r.skus[rng.IntN(len(r.skus))],
 	}
 	p.duplicate = rng.Float64() < r.cfg.DuplicateRatio
 	p.concurrentDup = rng.IntN(2) == 0
+	if user < r.cfg.Bots() {
+		// A bot never resends one key: every order it sends is a new one (botAttempt).
+		p.bot, p.userID, p.duplicate = true, fmt.Sprintf("fsb-%d", user), false
+	}
 	p.body, _ = json.Marshal(OrderRequest{UserID: p.userID, Lines: []ordersaga.Line{{SKU: p.sku, Qty: r.cfg.Qty}}})
 	return p
 }
 
-// buyer places one order (and its duplicate, when drawn) and hands an accepted order to its follow-up.
+// botAttempt is the k-th order of a bot's visit: the same user, SKU and body, a fresh Idempotency-Key.
+func (p plan) botAttempt(runID string, k int) plan {
+	p.key = fmt.Sprintf("fs-%s-%d-b%d", runID, p.seq, k)
+	return p
+}
+
+// buyer places one order (and its duplicate, when drawn) and hands an accepted order to its follow-up; a
+// bot's visit goes to bot.
 func (r *Runner) buyer(ctx context.Context, seq int64) {
 	p := r.plan(seq)
 	r.sent.Add(1)
+	if p.bot {
+		r.bot(ctx, p)
+		return
+	}
 	r.inflight.Add(1)
 	defer r.inflight.Add(-1)
 	if p.duplicate && p.concurrentDup {
@@ -105,6 +126,26 @@ func (r *Runner) buyer(ctx context.Context, seq int64) {
 	}
 	if p.duplicate {
 		r.resend(ctx, p)
+	}
+}
+
+// bot is a scalper's visit: up to BotAttempts orders of the same SKU as the same user, each with a fresh
+// Idempotency-Key, one after the other whatever the answer (a win, sold out, the limit, an error), as long as
+// the sale fires. Only the per-user limit (or the stock) stops it from getting more.
+func (r *Runner) bot(ctx context.Context, p plan) {
+	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
+	for k := range r.cfg.BotAttempts {
+		if k > 0 && (ctx.Err() != nil || !time.Now().Before(r.fireUntil)) {
+			return
+		}
+		q := p.botAttempt(r.cfg.RunID, k)
+		r.botRequests.Add(1)
+		if a, ok := r.place(ctx, q, false); !ok && unknownOutcome(a) && ctx.Err() == nil {
+			r.mu.Lock()
+			r.unresolved = append(r.unresolved, q)
+			r.mu.Unlock()
+		}
 	}
 }
 
@@ -145,7 +186,7 @@ func (r *Runner) resolve(ctx context.Context) int {
 			wg.Go(func() {
 				defer func() { <-sem }()
 				a, ok := r.place(rctx, p, true)
-				if !ok && (unknownOutcome(a) || a.Status == http.StatusConflict && !soldOut(a.Problem)) {
+				if !ok && (unknownOutcome(a) || a.Status == http.StatusConflict && !refused(a)) {
 					mu.Lock()
 					left = append(left, p)
 					mu.Unlock()
@@ -162,7 +203,7 @@ func (r *Runner) resolve(ctx context.Context) int {
 func (r *Runner) resend(ctx context.Context, p plan) {
 	for attempt := 0; attempt < 5; attempt++ {
 		a, ok := r.place(ctx, p, true)
-		if ok || a.Status != http.StatusConflict || soldOut(a.Problem) || a.RetryAfter <= 0 && attempt > 0 {
+		if ok || a.Status != http.StatusConflict || refused(a) || a.RetryAfter <= 0 && attempt > 0 {
 			return
 		}
 		wait := min(max(a.RetryAfter, 100*time.Millisecond), 2*time.Second)
@@ -184,6 +225,8 @@ func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
 		out = OutAccepted
 	case a.Status == http.StatusConflict && soldOut(a.Problem):
 		out = OutSoldOut
+	case a.Status == http.StatusConflict && limitExceeded(a.Problem):
+		out = OutLimitExceeded // the user holds its limit of the SKU: a normal answer, not an error
 	case dup && a.Status == http.StatusConflict:
 		out = OutDuplicate // the first is still deciding: expected for a racing resend
 	}

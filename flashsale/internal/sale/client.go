@@ -64,6 +64,15 @@ type Problem struct {
 // soldOut reports whether the problem is the sold-out kind (the last path element of its type names the kind).
 func soldOut(p Problem) bool { return strings.HasSuffix(p.Type, "/sold-out") }
 
+// limitExceeded reports whether the problem is the per-user limit's refusal (409 …/limit-exceeded).
+func limitExceeded(p Problem) bool { return strings.HasSuffix(p.Type, "/limit-exceeded") }
+
+// refused reports whether a 409 is a final refusal of the order (sold out, or the user's limit reached): not
+// remembered by the API, not a key still deciding, and not an error.
+func refused(a Answer) bool {
+	return a.Status == http.StatusConflict && (soldOut(a.Problem) || limitExceeded(a.Problem))
+}
+
 // Answer is one HTTP exchange: status, headers of interest and the decoded body.
 type Answer struct {
 	Status     int
@@ -138,12 +147,49 @@ func (c *Client) want(op string, a Answer, err error, status int, into any) erro
 	return nil
 }
 
-// PutInventory sets a SKU's stock and price (admin).
-func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents int64) (ordersaga.InventoryBody, error) {
-	body, _ := json.Marshal(map[string]int64{"stock": stock, "price_cents": priceCents})
+// PutInventory sets a SKU's stock, price and per-user limit (admin). A limit of 0 is left out of the body
+// (absent = no limit, docs/http-api.md), so a run without a limit works against a server that predates it. With
+// a limit, the answer must show it back (per_user_limit): a server that ignores the field would not enforce it.
+func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents, perUserLimit int64) (ordersaga.InventoryBody, error) {
+	req := map[string]int64{"stock": stock, "price_cents": priceCents}
+	if perUserLimit > 0 {
+		req["per_user_limit"] = perUserLimit
+	}
+	body, _ := json.Marshal(req)
 	a, err := c.do(ctx, http.MethodPut, "/v1/inventory/"+url.PathEscape(sku), http.Header{"Authorization": {"Bearer " + c.admin}}, body)
 	var inv ordersaga.InventoryBody
-	return inv, c.want("put inventory "+sku, a, err, http.StatusOK, &inv)
+	if err := c.want("put inventory "+sku, a, err, http.StatusOK, &inv); err != nil {
+		if perUserLimit > 0 && a.Status == http.StatusBadRequest {
+			return inv, fmt.Errorf("%w (does the server take per_user_limit yet?)", err)
+		}
+		return inv, err
+	}
+	if perUserLimit > 0 {
+		got, ok := PerUserLimitOf(a.Body)
+		if !ok || got != perUserLimit {
+			return inv, fmt.Errorf("put inventory %s: per_user_limit %d sent, the answer shows %s: the server does not keep the per-user limit", sku, perUserLimit, limitText(got, ok))
+		}
+	}
+	return inv, nil
+}
+
+// PerUserLimitOf reads the per_user_limit member of an inventory body; ok is false when the body has none (a
+// server from before the per-user limit) or it is not an integer.
+func PerUserLimitOf(body []byte) (limit int64, ok bool) {
+	var v struct {
+		PerUserLimit *int64 `json:"per_user_limit"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || v.PerUserLimit == nil {
+		return 0, false
+	}
+	return *v.PerUserLimit, true
+}
+
+func limitText(v int64, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // GetInventory reads a SKU's inventory.

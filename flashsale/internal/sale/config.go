@@ -3,6 +3,7 @@ package sale
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -38,8 +39,16 @@ type Config struct {
 	WrongAmountShare float64
 	// DuplicateRatio is the share of requests (orders and payments) sent a second time with the same key.
 	DuplicateRatio float64
-	Seed           uint64
-	Out            string
+	// PerUserLimit is the per-user limit set on every SKU with the stock (PUT /v1/inventory per_user_limit):
+	// the most units of a SKU one user_id may hold; 0 = no limit (the field is then left out of the PUT).
+	PerUserLimit int64
+	// BotRatio is the share of the buyers (user IDs) that are bots: a bot does not stop at its answer but
+	// orders the same SKU again as the same user_id, with a fresh Idempotency-Key each time, up to
+	// BotAttempts requests per visit (while the sale is firing), like a scalper against "two per customer".
+	BotRatio    float64
+	BotAttempts int
+	Seed        uint64
+	Out         string
 	// QuietTimeout bounds the wait for quiet, counted from the later of the end of firing and the last
 	// payment deadline of an order the run placed.
 	QuietTimeout time.Duration
@@ -74,6 +83,7 @@ func DefaultConfig() Config {
 		CancelRatio:    0.1,
 		LatePayRatio:   0.05,
 		DuplicateRatio: 0.05,
+		BotAttempts:    20,
 		Seed:           1,
 		Out:            "flashsale-report",
 		QuietTimeout:   2 * time.Minute,
@@ -130,6 +140,18 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %g: want a share between 0 and 1", name, r))
 		}
 	}
+	if c.PerUserLimit < 0 {
+		errs = append(errs, fmt.Errorf("--per-user-limit %d: must not be negative (0 = no limit)", c.PerUserLimit))
+	}
+	if c.PerUserLimit > 0 && c.Qty > c.PerUserLimit {
+		errs = append(errs, fmt.Errorf("--qty %d is above --per-user-limit %d: every order would be refused", c.Qty, c.PerUserLimit))
+	}
+	if !(c.BotRatio >= 0 && c.BotRatio <= 1) { // NaN too
+		errs = append(errs, fmt.Errorf("--bot-ratio %g: want a share of the buyers between 0 and 1", c.BotRatio))
+	}
+	if c.BotAttempts < 1 || c.BotAttempts > 10000 {
+		errs = append(errs, fmt.Errorf("--bot-attempts %d: want 1-10000 requests per bot visit", c.BotAttempts))
+	}
 	if s := c.PayRatio + c.CancelRatio + c.LatePayRatio; s > 1+1e-9 {
 		errs = append(errs, fmt.Errorf("--pay-ratio + --cancel-ratio + --late-pay-ratio = %g: must not exceed 1 (the rest expire)", s))
 	}
@@ -169,6 +191,15 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Bots is the number of buyers that are bots: the share BotRatio of Buyers, rounded, and at least one when
+// BotRatio is above 0. The bots are the user indices below it (user IDs fsb-<n>; the others are fsu-<n>).
+func (c Config) Bots() int {
+	if c.BotRatio <= 0 {
+		return 0
+	}
+	return min(max(int(math.Round(c.BotRatio*float64(c.Buyers))), 1), c.Buyers)
+}
+
 // SKUNames are the run's SKUs.
 func (c Config) SKUNames() []string {
 	out := make([]string, c.SKUs)
@@ -198,6 +229,10 @@ func (c Config) Params() []Param {
 		db = "sqlite " + c.SQLitePath
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	limit := "none"
+	if c.PerUserLimit > 0 {
+		limit = strconv.FormatInt(c.PerUserLimit, 10)
+	}
 	return []Param{
 		{"target", c.Target}, {"run-id", c.RunID}, {"mode", mode},
 		{"rate", f(c.Rate)}, {"concurrency", strconv.Itoa(c.Concurrency)}, {"duration", c.Duration.String()},
@@ -205,7 +240,9 @@ func (c Config) Params() []Param {
 		{"stock", strconv.FormatInt(c.Stock, 10)}, {"price-cents", strconv.FormatInt(c.PriceCents, 10)},
 		{"qty", strconv.FormatInt(c.Qty, 10)}, {"currency", c.Currency},
 		{"pay-ratio", f(c.PayRatio)}, {"cancel-ratio", f(c.CancelRatio)}, {"late-pay-ratio", f(c.LatePayRatio)},
-		{"duplicate-ratio", f(c.DuplicateRatio)}, {"wrong-amount-share", f(c.WrongAmountShare)}, {"seed", strconv.FormatUint(c.Seed, 10)},
+		{"duplicate-ratio", f(c.DuplicateRatio)}, {"wrong-amount-share", f(c.WrongAmountShare)},
+		{"per-user-limit", limit}, {"bot-ratio", f(c.BotRatio)}, {"bot-attempts", strconv.Itoa(c.BotAttempts)},
+		{"seed", strconv.FormatUint(c.Seed, 10)},
 		{"quiet-timeout", c.QuietTimeout.String()}, {"grace", c.Grace.String()}, {"database", db},
 	}
 }

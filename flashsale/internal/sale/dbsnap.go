@@ -111,25 +111,25 @@ func (r *DBReader) Snapshot(ctx context.Context, skus []string) (*DBSnapshot, er
 		return nil, fmt.Errorf("database: ledger: %w", err)
 	}
 	byID := map[string]int{}
-	err = r.each(ctx, `SELECT o.order_id, o.status, o.pay_by, o.amount_cents, o.currency, ol.sku, ol.qty, ol.unit_price_cents
+	err = r.each(ctx, `SELECT o.order_id, o.user_id, o.status, o.pay_by, o.amount_cents, o.currency, ol.sku, ol.qty, ol.unit_price_cents
 		FROM orders o JOIN order_lines ol ON ol.order_id = o.order_id
 		WHERE o.order_id IN (SELECT order_id FROM order_lines WHERE sku IN `+list+`)
 		  AND (o.status <> ? OR EXISTS (SELECT 1 FROM stock_ledger l WHERE l.order_id = o.order_id))
 		ORDER BY o.id, ol.sku`, append(args, string(ordersaga.StatusRejected)), func(rows *sql.Rows) error {
 		var (
-			id, status, currency string
-			payBy                any
-			amount               int64
-			l                    ordersaga.Line
+			id, user, status, currency string
+			payBy                      any
+			amount                     int64
+			l                          ordersaga.Line
 		)
-		if err := rows.Scan(&id, &status, &payBy, &amount, &currency, &l.SKU, &l.Qty, &l.UnitPriceCents); err != nil {
+		if err := rows.Scan(&id, &user, &status, &payBy, &amount, &currency, &l.SKU, &l.Qty, &l.UnitPriceCents); err != nil {
 			return err
 		}
 		i, ok := byID[id]
 		if !ok {
 			i = len(s.Orders)
 			byID[id] = i
-			o := DBOrder{OrderID: id, Status: ordersaga.Status(status), AmountCents: amount, Currency: currency}
+			o := DBOrder{OrderID: id, UserID: user, Status: ordersaga.Status(status), AmountCents: amount, Currency: currency}
 			t, err := asTime(payBy)
 			if err != nil {
 				return fmt.Errorf("order %s pay_by: %w", id, err)

@@ -27,6 +27,7 @@ type progressView struct {
 	phase                            string
 	elapsed                          time.Duration
 	requests, accepted, soldOut, err int64
+	limitExceeded                    int64
 	skipped, inflight                int64
 	open, placed                     int
 	rate                             float64
@@ -34,7 +35,11 @@ type progressView struct {
 }
 
 func (v progressView) line() string {
-	s := fmt.Sprintf("req %d  accepted %d  sold out %d  errors %d  %.0f/s", v.requests, v.accepted, v.soldOut, v.err, v.rate)
+	s := fmt.Sprintf("req %d  accepted %d  sold out %d", v.requests, v.accepted, v.soldOut)
+	if v.limitExceeded > 0 {
+		s += fmt.Sprintf("  limit exceeded %d", v.limitExceeded)
+	}
+	s += fmt.Sprintf("  errors %d  %.0f/s", v.err, v.rate)
 	if v.skipped > 0 {
 		s += fmt.Sprintf("  skipped %d", v.skipped)
 	}
@@ -111,14 +116,15 @@ func (r *Runner) report(ctx context.Context, p *progress) {
 		}
 		now := r.opts.Now()
 		v := progressView{
-			elapsed:  now.Sub(r.stats.start),
-			accepted: r.stats.Total(OutAccepted),
-			soldOut:  r.stats.Total(OutSoldOut),
-			err:      r.stats.Total(OutError),
-			skipped:  r.skipped.Load(),
-			inflight: r.inflight.Load(),
+			elapsed:       now.Sub(r.stats.start),
+			accepted:      r.stats.Total(OutAccepted),
+			soldOut:       r.stats.Total(OutSoldOut),
+			limitExceeded: r.stats.Total(OutLimitExceeded),
+			err:           r.stats.Total(OutError),
+			skipped:       r.skipped.Load(),
+			inflight:      r.inflight.Load(),
 		}
-		v.requests = v.accepted + v.soldOut + v.err + r.stats.Total(OutDuplicate)
+		v.requests = v.accepted + v.soldOut + v.limitExceeded + v.err + r.stats.Total(OutDuplicate)
 		if dt := now.Sub(lastT).Seconds(); dt > 0 {
 			v.rate = float64(v.requests-lastN) / dt
 		}

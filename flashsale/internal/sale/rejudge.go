@@ -45,7 +45,7 @@ func Rejudge(ctx context.Context, cfg Config, opts Options, rep *Report) (*Repor
 		stats:    NewStats(opts.Now()),
 	}
 	defer r.c.Close()
-	r.cfg.Stock = rep.Snapshot.SKUs[0].Initial
+	r.cfg.Stock, r.cfg.PerUserLimit = rep.Snapshot.SKUs[0].Initial, rep.Snapshot.SKUs[0].PerUserLimit
 	for i := range rep.Snapshot.Orders {
 		o := rep.Snapshot.Orders[i]
 		r.orders[o.OrderID] = &o

@@ -27,6 +27,8 @@ type Report struct {
 	// Sent counts buyers fired; Skipped those not sent because Concurrency requests were in flight.
 	Sent    int64 `json:"sent"`
 	Skipped int64 `json:"skipped"`
+	// BotRequests counts the orders bots sent (every order of every bot visit; a visit is one buyer of Sent).
+	BotRequests int64 `json:"bot_requests,omitempty"`
 	// AnsweredRate is the buyers' first requests answered per second of firing.
 	AnsweredRate float64                   `json:"answered_rate"`
 	Counts       map[string]int64          `json:"counts"`
@@ -52,7 +54,7 @@ func (r *Runner) buildReport(started time.Time, snap Snapshot, v Verdict) *Repor
 		Tool: "ordersaga flashsale", RunID: r.cfg.RunID, Params: r.cfg.Params(), SKUs: r.skus,
 		Started: started.UTC(), Finished: r.opts.Now().UTC(),
 		FireSeconds: r.fireEnd.Sub(r.fireStart).Seconds(), QuietSeconds: snap.TakenAt.Sub(r.fireEnd).Seconds(),
-		OfferedRate: r.cfg.Rate, Sent: r.sent.Load(), Skipped: r.skipped.Load(),
+		OfferedRate: r.cfg.Rate, Sent: r.sent.Load(), Skipped: r.skipped.Load(), BotRequests: r.botRequests.Load(),
 		Counts: map[string]int64{}, Latency: r.stats.Latencies(), Throughput: r.stats.Throughput(),
 		Stock: map[string][]StockPoint{}, Orders: map[string]map[string]int{}, Payments: map[string]map[string]int{},
 		Final: snap.SKUs, Verdict: v, Snapshot: snap,
@@ -61,7 +63,7 @@ func (r *Runner) buildReport(started time.Time, snap Snapshot, v Verdict) *Repor
 		rep.Counts[o.String()] = r.stats.Total(o)
 	}
 	if rep.FireSeconds > 0 {
-		rep.AnsweredRate = float64(rep.Counts["accepted"]+rep.Counts["sold_out"]+rep.Counts["error"]) / rep.FireSeconds
+		rep.AnsweredRate = float64(rep.Counts["accepted"]+rep.Counts["sold_out"]+rep.Counts["limit_exceeded"]+rep.Counts["error"]) / rep.FireSeconds
 	}
 	rep.Errors, rep.ErrorSamples = r.stats.Errors()
 	r.mu.Lock()
@@ -166,8 +168,11 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	if !rep.Rejudged.IsZero() {
 		fmt.Fprintf(w, "  verdict taken again at %s\n", rep.Rejudged.Format(time.DateTime+" MST"))
 	}
-	fmt.Fprintf(w, "  buyers sent %d (skipped %d), answered %.0f/s: accepted %d, sold out %d, errors %d; resends %d\n",
-		rep.Sent, rep.Skipped, rep.AnsweredRate, rep.Counts["accepted"], rep.Counts["sold_out"], rep.Counts["error"], rep.Counts["duplicate"])
+	if l, b := rep.Param("per-user-limit"), rep.Param("bot-ratio"); l != "" && l != "none" || b != "" && b != "0" {
+		fmt.Fprintf(w, "  per-user limit %s; bots %s of the buyers, up to %s orders a visit, sent %d orders\n", orDash(l), orDash(b), orDash(rep.Param("bot-attempts")), rep.BotRequests)
+	}
+	fmt.Fprintf(w, "  buyers sent %d (skipped %d), answered %.0f/s: accepted %d, sold out %d, limit exceeded %d, errors %d; resends %d\n",
+		rep.Sent, rep.Skipped, rep.AnsweredRate, rep.Counts["accepted"], rep.Counts["sold_out"], rep.Counts["limit_exceeded"], rep.Counts["error"], rep.Counts["duplicate"])
 	fmt.Fprintf(w, "  %-10s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms")
 	for _, name := range rep.latencyOrder() {
 		l := rep.Latency[name]
@@ -201,6 +206,9 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	for _, m := range rep.Verdict.Money {
 		fmt.Fprintf(w, "  money %s: %s\n", m.Currency, m.text())
 	}
+	for _, u := range rep.Verdict.UserLimits {
+		fmt.Fprintf(w, "  per-user limit (%s) %s\n", u.Source, u.text())
+	}
 	v := rep.Verdict
 	fmt.Fprintf(w, "verdict (%s; quiet=%v):", strings.Join(v.Sources, "+"), v.Quiet)
 	for _, c := range AllChecks {
@@ -218,6 +226,13 @@ func (rep *Report) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  [%s/%s] %s\n", f.Source, f.Check, findingText(f))
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func fmtCounts(m map[string]int) string {
@@ -243,6 +258,9 @@ func findingText(f Finding) string {
 	}
 	if f.EventID != "" {
 		about = append(about, "event "+f.EventID)
+	}
+	if f.UserID != "" {
+		about = append(about, "user "+f.UserID)
 	}
 	if len(about) == 0 {
 		return f.Detail

@@ -162,3 +162,41 @@ func TestHistogramQuantiles(t *testing.T) {
 		}
 	}
 }
+
+// A run with a per-user limit and bots: the summary and the page count the limit's refusals apart from the
+// sold-out ones and show what the limit check saw.
+func TestReportShowsThePerUserLimit(t *testing.T) {
+	rep := sampleReport(t)
+	cfg := DefaultConfig()
+	cfg.PerUserLimit, cfg.BotRatio, cfg.BotAttempts = 1, 0.1, 20
+	rep.Params = cfg.Params()
+	rep.Counts["limit_exceeded"] = 42
+	rep.BotRequests = 300
+	rep.Snapshot = limitSnapshot(1)
+	rep.Verdict = Check(rep.Snapshot)
+	var sum bytes.Buffer
+	rep.WriteSummary(&sum)
+	for _, want := range []string{"sold out 500, limit exceeded 42, errors 1", "per-user limit 1; bots 0.1 of the buyers, up to 20 orders a visit, sent 300 orders",
+		"per-user limit (db) 1: most units one user holds of a SKU 2; users at the limit 0, over it 1 (of 1 holding any)",
+		"over_limit_units=1", "[api/over_limit_units] sku A, user u: holds 2 units > per-user limit 1 (orders [o1])", "FAILED"} {
+		if !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum.String())
+		}
+	}
+	var page bytes.Buffer
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<th>limit exceeded</th>", "<td>42</td>", "Per-user limit", "over_limit_units", "sent 300 orders"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// Without a limit or bots the summary says nothing of them.
+	plain := sampleReport(t)
+	var s2 bytes.Buffer
+	plain.WriteSummary(&s2)
+	if strings.Contains(s2.String(), "per-user limit") || !strings.Contains(s2.String(), "limit exceeded 0") {
+		t.Errorf("summary of a run without a limit:\n%s", s2.String())
+	}
+}

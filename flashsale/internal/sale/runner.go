@@ -35,7 +35,9 @@ type Runner struct {
 	db    *DBReader
 
 	fireStart, fireEnd time.Time
+	fireUntil          time.Time // when the firing is to end (bots start no order after it)
 	sent, skipped      atomic.Int64
+	botRequests        atomic.Int64 // orders sent by bots (every attempt of every visit)
 	inflight           atomic.Int64
 	actionsLeft        atomic.Int64
 	httpSem            chan struct{} // bounds the follow-up requests (payments, cancels, polls)
@@ -109,7 +111,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	started := opts.Now()
 	r.stats = NewStats(started)
 	for _, sku := range r.skus {
-		if _, err := r.c.PutInventory(ctx, sku, cfg.Stock, cfg.PriceCents); err != nil {
+		if _, err := r.c.PutInventory(ctx, sku, cfg.Stock, cfg.PriceCents, cfg.PerUserLimit); err != nil {
 			return nil, fmt.Errorf("set stock: %w", err)
 		}
 	}
@@ -184,7 +186,7 @@ func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
 	s.UnknownOutcomes = r.unknown
 	r.mu.Unlock()
 	for _, sku := range r.skus {
-		ss := SKUSnapshot{SKU: sku, Initial: r.cfg.Stock}
+		ss := SKUSnapshot{SKU: sku, Initial: r.cfg.Stock, PerUserLimit: r.cfg.PerUserLimit}
 		if inv, err := r.c.GetInventory(ctx, sku); err == nil {
 			ss.API = &inv
 		} else {

@@ -27,9 +27,11 @@ type Snapshot struct {
 // SKUSnapshot is one SKU: the stock the run set, and the inventory as GET /v1/inventory showed it at the end
 // (the API's own body).
 type SKUSnapshot struct {
-	SKU     string                   `json:"sku"`
-	Initial int64                    `json:"initial"`
-	API     *ordersaga.InventoryBody `json:"api,omitempty"`
+	SKU     string `json:"sku"`
+	Initial int64  `json:"initial"`
+	// PerUserLimit is the per-user limit the run set (0 = none): no user may hold more units of the SKU.
+	PerUserLimit int64                    `json:"per_user_limit,omitempty"`
+	API          *ordersaga.InventoryBody `json:"api,omitempty"`
 }
 
 // Order actions the run takes on an accepted order.
@@ -96,6 +98,7 @@ type LedgerRow struct {
 // DBOrder is one orders row with its lines.
 type DBOrder struct {
 	OrderID     string           `json:"order_id"`
+	UserID      string           `json:"user_id,omitempty"`
 	Status      ordersaga.Status `json:"status"`
 	AmountCents int64            `json:"amount_cents"`
 	Currency    string           `json:"currency"`

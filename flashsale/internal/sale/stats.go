@@ -10,11 +10,13 @@ import (
 // Outcome classifies a timed request.
 type Outcome int
 
-// Outcomes. The first three are the answers to a buyer's POST /v1/orders; Duplicate is a resend with the
-// same Idempotency-Key; the rest are the follow-ups on accepted orders.
+// Outcomes. The first four are the answers to a buyer's POST /v1/orders (LimitExceeded: 409 …/limit-exceeded,
+// the user holds its per-user limit of the SKU); Duplicate is a resend with the same Idempotency-Key; the rest
+// are the follow-ups on accepted orders.
 const (
 	OutAccepted Outcome = iota
 	OutSoldOut
+	OutLimitExceeded
 	OutError
 	OutDuplicate
 	OutPay
@@ -23,7 +25,7 @@ const (
 	nOutcomes
 )
 
-var outcomeNames = [nOutcomes]string{"accepted", "sold_out", "error", "duplicate", "pay", "cancel", "late_pay"}
+var outcomeNames = [nOutcomes]string{"accepted", "sold_out", "limit_exceeded", "error", "duplicate", "pay", "cancel", "late_pay"}
 
 func (o Outcome) String() string { return outcomeNames[o] }
 

@@ -18,7 +18,7 @@ type series struct {
 
 // palette colours the outcomes and series consistently.
 var palette = map[string]string{
-	"accepted": "#2e7d32", "sold_out": "#1565c0", "error": "#c62828", "duplicate": "#8e24aa",
+	"accepted": "#2e7d32", "sold_out": "#1565c0", "limit_exceeded": "#9e9d24", "error": "#c62828", "duplicate": "#8e24aa",
 	"pay": "#ef6c00", "cancel": "#6d4c41", "late_pay": "#00838f", "total": "#424242",
 	"db_stock": "#1565c0", "redis_available": "#c62828", "holds": "#ef6c00",
 }

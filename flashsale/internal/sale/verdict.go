@@ -2,8 +2,10 @@ package sale
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ordersaga/ordersaga"
@@ -19,6 +21,7 @@ const (
 	CheckUnsettled  = "unsettled_payments"
 	CheckState      = "state_errors"
 	CheckCacheDrift = "cache_drift"
+	CheckOverLimit  = "over_limit_units"
 )
 
 // Sources of a finding.
@@ -51,6 +54,9 @@ type Counts struct {
 	StateErrors int64 `json:"state_errors"`
 	// CacheDrift: units Redis promises beyond what the database has (I3) once quiet.
 	CacheDrift int64 `json:"cache_drift"`
+	// OverLimitUnits: units of a SKU one user holds beyond the SKU's per-user limit, summed over the users
+	// (RESERVING, AWAITING_PAYMENT and PAID orders count; only when the run set a limit).
+	OverLimitUnits int64 `json:"over_limit_units"`
 }
 
 // field is the count of a check (nil for a name that is not one).
@@ -72,6 +78,8 @@ func (c *Counts) field(check string) *int64 {
 		return &c.StateErrors
 	case CheckCacheDrift:
 		return &c.CacheDrift
+	case CheckOverLimit:
+		return &c.OverLimitUnits
 	}
 	return nil
 }
@@ -90,13 +98,14 @@ func (c *Counts) add(check string, n int64) {
 }
 
 // AllChecks lists the checks in report order.
-var AllChecks = []string{CheckOversold, CheckLost, CheckDuplicate, CheckStuck, CheckRefund, CheckUnsettled, CheckState, CheckCacheDrift}
+var AllChecks = []string{CheckOversold, CheckLost, CheckDuplicate, CheckStuck, CheckRefund, CheckUnsettled, CheckState, CheckCacheDrift, CheckOverLimit}
 
 // Finding is one violation, with what it is about.
 type Finding struct {
 	Check   string `json:"check"`
 	Source  string `json:"source"`
 	SKU     string `json:"sku,omitempty"`
+	UserID  string `json:"user_id,omitempty"`
 	OrderID string `json:"order_id,omitempty"`
 	EventID string `json:"event_id,omitempty"`
 	N       int64  `json:"n"`
@@ -113,6 +122,100 @@ type Verdict struct {
 	Findings []Finding         `json:"findings"`
 	// Money is the run's money per currency: what it paid (API) and what the database recorded.
 	Money []MoneyTotals `json:"money"`
+	// UserLimits is what the per-user limit check saw, per source (only when the run set a limit).
+	UserLimits []UserLimitTotals `json:"user_limits,omitempty"`
+}
+
+// UserLimitTotals is the per-user limit as one source saw it: the units of a SKU each user holds (its
+// RESERVING, AWAITING_PAYMENT and PAID orders), over every (user, SKU) pair with a limit.
+type UserLimitTotals struct {
+	Source string `json:"source"`
+	// Limit is the largest per-user limit of the run's SKUs (they all get the same, --per-user-limit).
+	Limit int64 `json:"limit"`
+	// Holders is the number of (user, SKU) pairs holding at least one unit; MaxUnits the most units one
+	// user holds of one SKU; AtLimit the pairs holding exactly the limit, OverLimit those holding more.
+	Holders   int   `json:"holders"`
+	MaxUnits  int64 `json:"max_units"`
+	AtLimit   int   `json:"at_limit"`
+	OverLimit int   `json:"over_limit"`
+}
+
+// text is the totals in one line.
+func (u UserLimitTotals) text() string {
+	return fmt.Sprintf("%d: most units one user holds of a SKU %d; users at the limit %d, over it %d (of %d holding any)",
+		u.Limit, u.MaxUnits, u.AtLimit, u.OverLimit, u.Holders)
+}
+
+// holding is the units one user holds of one SKU, and the orders that hold them.
+type holding struct {
+	units  int64
+	orders []string
+}
+
+// holdStatuses are the statuses whose units count against the per-user limit (docs/http-api.md): cancelled,
+// expired and rejected orders free theirs.
+var holdStatuses = []ordersaga.Status{ordersaga.StatusReserving, ordersaga.StatusAwaitingPayment, ordersaga.StatusPaid}
+
+// checkUserLimit judges the per-user limit from one source's orders: held maps (user, SKU) to what the user
+// holds. It adds the source's totals; nothing when no SKU of the run has a limit.
+func checkUserLimit(j *judge, s Snapshot, source string, held map[[2]string]*holding) {
+	limits := map[string]int64{}
+	var most int64
+	for _, sku := range s.SKUs {
+		if sku.PerUserLimit > 0 {
+			limits[sku.SKU] = sku.PerUserLimit
+			most = max(most, sku.PerUserLimit)
+		}
+	}
+	if len(limits) == 0 {
+		return
+	}
+	t := UserLimitTotals{Source: source, Limit: most}
+	keys := slices.SortedFunc(maps.Keys(held), func(a, b [2]string) int {
+		if c := strings.Compare(a[1], b[1]); c != 0 {
+			return c
+		}
+		return strings.Compare(a[0], b[0])
+	})
+	for _, k := range keys {
+		user, sku, h := k[0], k[1], held[k]
+		limit, ok := limits[sku]
+		if !ok || h.units <= 0 {
+			continue
+		}
+		t.Holders++
+		t.MaxUnits = max(t.MaxUnits, h.units)
+		switch {
+		case h.units == limit:
+			t.AtLimit++
+		case h.units > limit:
+			t.OverLimit++
+			j.bad(Finding{Check: CheckOverLimit, Source: source, SKU: sku, UserID: user, N: h.units - limit,
+				Detail: fmt.Sprintf("holds %d units > per-user limit %d (orders %v)", h.units, limit, h.orders)})
+		}
+	}
+	j.v.UserLimits = append(j.v.UserLimits, t)
+}
+
+// holdings sums, per (user, SKU), the units of the orders in holdStatuses.
+func holdings[O any](orders []O, user func(O) string, status func(O) ordersaga.Status, id func(O) string, lines func(O) []ordersaga.Line) map[[2]string]*holding {
+	out := map[[2]string]*holding{}
+	for _, o := range orders {
+		if !slices.Contains(holdStatuses, status(o)) {
+			continue
+		}
+		for _, l := range lines(o) {
+			k := [2]string{user(o), l.SKU}
+			h := out[k]
+			if h == nil {
+				h = &holding{}
+				out[k] = h
+			}
+			h.units += l.Qty
+			h.orders = append(h.orders, id(o))
+		}
+	}
+	return out
 }
 
 // MoneyTotals is the money of a run in one currency, in minor units (and as counts of payment events).
@@ -212,6 +315,7 @@ func Check(s Snapshot) Verdict {
 			Detail: fmt.Sprintf("%d requests never got a usable answer: orders the API view does not know may exist (the database view sees them)", s.UnknownOutcomes)})
 	}
 	sortFindings(j.v.Findings)
+	sort.Slice(j.v.UserLimits, func(a, b int) bool { return j.v.UserLimits[a].Source < j.v.UserLimits[b].Source })
 	sort.Slice(j.v.Money, func(a, b int) bool { return j.v.Money[a].Currency < j.v.Money[b].Currency })
 	return j.v
 }
@@ -293,6 +397,10 @@ func checkAPI(j *judge, s Snapshot) {
 				Detail: fmt.Sprintf("redis_available %d > db_stock %d − holds %d (I3)", avail, inv.DBStock, inv.Holds)})
 		}
 	}
+
+	// The per-user limit, from the orders the run placed (their status as last read).
+	checkUserLimit(j, s, SourceAPI, holdings(s.Orders, func(o OrderSnapshot) string { return o.UserID }, ordStatus,
+		func(o OrderSnapshot) string { return o.OrderID }, ordLines))
 
 	// One order per Idempotency-Key.
 	keys := map[string][]string{}
@@ -399,6 +507,9 @@ func sortFindings(fs []Finding) {
 		}
 		if a.SKU != b.SKU {
 			return a.SKU < b.SKU
+		}
+		if a.UserID != b.UserID {
+			return a.UserID < b.UserID
 		}
 		if a.OrderID != b.OrderID {
 			return a.OrderID < b.OrderID

@@ -74,6 +74,10 @@ func checkDB(j *judge, s Snapshot) {
 		}
 	}
 
+	// The per-user limit: Σ order_lines.qty of each user's RESERVING, AWAITING_PAYMENT and PAID orders, per SKU.
+	checkUserLimit(j, s, SourceDB, holdings(db.Orders, func(o DBOrder) string { return o.UserID }, dbStatus,
+		func(o DBOrder) string { return o.OrderID }, dbLines))
+
 	apiStatus := map[string]ordersaga.Status{}
 	for _, o := range s.Orders {
 		apiStatus[o.OrderID] = o.Status

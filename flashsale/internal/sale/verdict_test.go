@@ -2,6 +2,7 @@ package sale
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -336,5 +337,107 @@ func TestCheckUnknownOutcomesLeaveConservationToTheDatabase(t *testing.T) {
 	s.DB = nil
 	if v := Check(s); v.LostUnits != 1 {
 		t.Errorf("without the database the API view must still report the unit (lost %d)", v.LostUnits)
+	}
+}
+
+// limitSnapshot is the clean run with a per-user limit on A: user u holds o1 (PAID, 2 units); its expired and
+// cancelled orders (o2, o3, o4) free theirs. Both views know the user of every order.
+func limitSnapshot(limit int64) Snapshot {
+	s := cleanSnapshot()
+	s.SKUs[0].PerUserLimit = limit
+	for i := range s.DB.Orders {
+		s.DB.Orders[i].UserID = "u"
+	}
+	return s
+}
+
+func TestCheckPerUserLimitPassesAtTheLimit(t *testing.T) {
+	v := Check(limitSnapshot(2))
+	if !v.OK() {
+		t.Fatalf("a user at the limit judged bad: %+v\n%v", v.Counts, v.Findings)
+	}
+	want := []UserLimitTotals{
+		{Source: SourceAPI, Limit: 2, Holders: 1, MaxUnits: 2, AtLimit: 1},
+		{Source: SourceDB, Limit: 2, Holders: 1, MaxUnits: 2, AtLimit: 1},
+	}
+	if !slices.Equal(v.UserLimits, want) {
+		t.Errorf("user limits = %+v\nwant          %+v", v.UserLimits, want)
+	}
+	// Under the limit: nobody at it.
+	if v := Check(limitSnapshot(3)); !v.OK() || v.UserLimits[0].AtLimit != 0 || v.UserLimits[0].MaxUnits != 2 {
+		t.Errorf("limit 3: OK=%v %+v", v.OK(), v.UserLimits)
+	}
+	// No limit: no check, no totals.
+	if v := Check(limitSnapshot(0)); !v.OK() || v.UserLimits != nil {
+		t.Errorf("no limit: OK=%v %+v", v.OK(), v.UserLimits)
+	}
+}
+
+func TestCheckPerUserLimitFailsOverTheLimit(t *testing.T) {
+	tests := []struct {
+		name   string
+		doctor func(*Snapshot)
+		want   map[string]int64
+	}{
+		{"the limit is 1, the user holds 2 PAID units", func(s *Snapshot) {}, map[string]int64{SourceAPI: 1, SourceDB: 1}},
+		{"without the database, from the API's answers alone", func(s *Snapshot) { s.DB = nil }, map[string]int64{SourceAPI: 1}},
+		{"an open order counts: a third unit still awaiting payment", func(s *Snapshot) {
+			payBy := ptr(t0.Add(time.Minute))
+			s.Orders = append(s.Orders, OrderSnapshot{OrderID: "o5", Key: "k-o5", UserID: "u", Lines: line(1), PayBy: payBy,
+				Action: ActionExpire, KeyOrderIDs: []string{"o5"}, Status: ordersaga.StatusAwaitingPayment})
+			s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 7, ptr[int64](7)
+			s.DB.Stock["A"] = 7
+			s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o5", "A", "DEDUCT", 1})
+			s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o5", UserID: "u", Status: ordersaga.StatusReserving, PayBy: payBy, Lines: line(1)})
+			s.Quiet = false
+		}, map[string]int64{SourceAPI: 2, SourceDB: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := limitSnapshot(1)
+			tt.doctor(&s)
+			v := Check(s)
+			if v.OK() {
+				t.Fatalf("a user over the limit judged OK: %+v", v.Counts)
+			}
+			var most int64
+			for src, want := range tt.want {
+				if got := v.BySource[src].OverLimitUnits; got != want {
+					t.Errorf("%s over_limit_units = %d, want %d: %v", src, got, want, v.Findings)
+				}
+				most = max(most, want)
+			}
+			if v.OverLimitUnits != most {
+				t.Errorf("verdict over_limit_units = %d, want %d", v.OverLimitUnits, most)
+			}
+			for _, u := range v.UserLimits {
+				if u.OverLimit != 1 || u.MaxUnits != 1+tt.want[u.Source] || u.Limit != 1 {
+					t.Errorf("%s totals %+v", u.Source, u)
+				}
+			}
+			f := v.Findings[slices.IndexFunc(v.Findings, func(f Finding) bool { return f.Check == CheckOverLimit })]
+			if f.UserID != "u" || f.SKU != "A" || !strings.Contains(findingText(f), "user u") {
+				t.Errorf("finding %+v does not name the user and the SKU", f)
+			}
+		})
+	}
+}
+
+// Another user's units do not add up with u's, nor do another SKU's.
+func TestCheckPerUserLimitCountsPerUserAndSKU(t *testing.T) {
+	s := limitSnapshot(2)
+	s.Orders[0].Lines = line(1)
+	s.Orders = append(s.Orders, OrderSnapshot{OrderID: "o5", Key: "k-o5", UserID: "v", Lines: line(1), Action: ActionPay,
+		KeyOrderIDs: []string{"o5"}, Status: ordersaga.StatusPaid})
+	s.Orders = append(s.Orders, OrderSnapshot{OrderID: "o6", Key: "k-o6", UserID: "u",
+		Lines: []ordersaga.Line{{SKU: "B", Qty: 5}}, Action: ActionPay, KeyOrderIDs: []string{"o6"}, Status: ordersaga.StatusPaid})
+	s.DB = nil
+	j := &judge{v: Verdict{BySource: map[string]Counts{}}}
+	checkUserLimit(j, s, SourceAPI, holdings(s.Orders, func(o OrderSnapshot) string { return o.UserID },
+		func(o OrderSnapshot) ordersaga.Status { return o.Status }, func(o OrderSnapshot) string { return o.OrderID },
+		func(o OrderSnapshot) []ordersaga.Line { return o.Lines }))
+	want := []UserLimitTotals{{Source: SourceAPI, Limit: 2, Holders: 2, MaxUnits: 1}}
+	if !slices.Equal(j.v.UserLimits, want) || len(j.v.Findings) != 0 {
+		t.Errorf("totals %+v, findings %v; want %+v (B has no limit)", j.v.UserLimits, j.v.Findings, want)
 	}
 }
