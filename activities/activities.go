@@ -98,7 +98,7 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.R
 		return "", nonRetryable(ErrTypeBadInput, fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", in.OrderID, in.SKU, in.Qty))
 	}
 	r := reconcile.Reserver{Redis: a.Redis, Store: a.Store, DBFallback: a.DBFallback, Metrics: a.Metrics, State: &a.fallback}
-	out, err := r.Reserve(ctx, in.OrderID, "", in.SKU, in.Qty)
+	out, err := r.Reserve(ctx, in.OrderID, in.UserID, in.SKU, in.Qty)
 	if errors.Is(err, ordersaga.ErrNotLoaded) {
 		return "", failNotLoaded(ctx, in, err)
 	}

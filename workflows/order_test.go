@@ -291,7 +291,7 @@ func (h *harness) payment(eventID string) PaymentSignal {
 }
 
 func (h *harness) lineInput(l ordersaga.Line) activities.LineInput {
-	return activities.LineInput{OrderID: h.in.OrderID, SKU: l.SKU, Qty: l.Qty}
+	return activities.LineInput{OrderID: h.in.OrderID, UserID: h.in.UserID, SKU: l.SKU, Qty: l.Qty}
 }
 
 func (h *harness) reserveAll() []call {

@@ -87,3 +87,20 @@ func (r *Store) Limit(ctx context.Context, sku string) (int64, error) {
 	}
 	return n, nil
 }
+
+// UserOrders returns the orders Redis counts against userID's units of sku (UserKey): order ID -> units.
+func (r *Store) UserOrders(ctx context.Context, sku, userID string) (map[string]int64, error) {
+	raw, err := r.rdb.HGetAll(ctx, r.UserKey(sku, userID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("units of user %s on %s: %w", userID, sku, err)
+	}
+	out := make(map[string]int64, len(raw))
+	for order, q := range raw {
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("units of user %s on %s: order %s: %w", userID, sku, order, err)
+		}
+		out[order] = n
+	}
+	return out, nil
+}

@@ -41,6 +41,13 @@ func Start(tb testing.TB) *Env {
 // adjust changes the worker's options (interceptors, for instance) before it starts.
 func StartOn(tb testing.TB, store *sqlstore.Store, rs *redisstock.Store, adjust ...func(*worker.Options)) *Env {
 	tb.Helper()
+	return StartWith(tb, store, rs, nil, adjust...)
+}
+
+// StartWith is StartOn with the worker's activities adjusted before the worker starts (acts nil: as they
+// are), for instance the Redis-down fallback turned on.
+func StartWith(tb testing.TB, store *sqlstore.Store, rs *redisstock.Store, acts func(*activities.Activities), adjust ...func(*worker.Options)) *Env {
+	tb.Helper()
 	t, ok := tb.(*testing.T)
 	var opts []temporaltest.TestServerOption
 	if ok {
@@ -60,6 +67,9 @@ func StartOn(tb testing.TB, store *sqlstore.Store, rs *redisstock.Store, adjust 
 	}
 	env := &Env{Server: srv, Client: c, Store: store, Redis: rs}
 	env.Acts = &activities.Activities{Redis: env.Redis, Store: env.Store}
+	if acts != nil {
+		acts(env.Acts)
+	}
 	wopts := worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200}
 	for _, change := range adjust {
 		change(&wopts)
