@@ -35,6 +35,7 @@ type Summary struct {
 	LeakedOrders       int
 	LeakedUnits        int64
 	Resynced           int
+	UserUnitsFixed     int // orders added to or dropped from a user's count of a SKU with a per-user limit
 	LeftAlone          int // holds and orders left alone: younger than the grace period, or their workflow runs
 	Anomalies          int // rows written to stock_anomalies
 }
@@ -58,20 +59,22 @@ func (s *Summary) Add(o Summary) {
 	s.Resynced += o.Resynced
 	s.LeftAlone += o.LeftAlone
 	s.Anomalies += o.Anomalies
+	s.UserUnitsFixed += o.UserUnitsFixed
 }
 
 // Repairs counts every change the run made.
 func (s Summary) Repairs() int {
-	return s.AvailRepaired + s.Loaded + s.StrayHolds + s.MarkersWithoutHold + s.HoldsConfirmed + s.HoldsReleased + s.LeakedOrders
+	return s.AvailRepaired + s.Loaded + s.StrayHolds + s.MarkersWithoutHold + s.HoldsConfirmed + s.HoldsReleased + s.LeakedOrders +
+		s.UserUnitsFixed
 }
 
 func (s Summary) String() string {
 	return fmt.Sprintf("skus=%d drifted=%d drift_units=%d (over %d, under %d) repairs=%d: avail_set=%d loaded=%d "+
 		"stray_holds=%d markers_without_hold=%d holds_confirmed=%d holds_released=%d leaked_orders=%d (%d units) "+
-		"resynced=%d raced=%d left_alone=%d anomalies=%d",
+		"resynced=%d user_units_fixed=%d raced=%d left_alone=%d anomalies=%d",
 		s.SKUs, s.Drifted, s.DriftUnits, s.OverUnits, s.UnderUnits, s.Repairs(), s.AvailRepaired, s.Loaded,
 		s.StrayHolds, s.MarkersWithoutHold, s.HoldsConfirmed, s.HoldsReleased, s.LeakedOrders, s.LeakedUnits,
-		s.Resynced, s.Raced, s.LeftAlone, s.Anomalies)
+		s.Resynced, s.UserUnitsFixed, s.Raced, s.LeftAlone, s.Anomalies)
 }
 
 // OrderProbe tells whether an order's workflow has ended. Reconciliation only touches an order the database
@@ -121,6 +124,9 @@ func (r *Reconciler) SKU(ctx context.Context, sku string, resync sqlstore.Resync
 		return sum, found, err
 	}
 	if err := r.fixAvail(ctx, sku, resync, &sum, note); err != nil {
+		return sum, found, err
+	}
+	if err := r.fixUserUnits(ctx, sku, &sum, note); err != nil {
 		return sum, found, err
 	}
 	sum.Anomalies = len(found)

@@ -21,6 +21,8 @@ const (
 	KindLeakedOrder       = "leaked_order"         // an unpaid order whose workflow is gone, still holding stock
 	KindRedisDown         = "redis_down"           // the reserve fell back to the database: the SKU needs a re-sync
 	KindResync            = "resync"               // a SKU marked by the fallback is in line again
+	KindUserUnitsMissing  = "user_units_missing"   // a user's count in Redis lacks an order whose deduct stands
+	KindUserUnitsStray    = "user_units_stray"     // a user's count in Redis has an order the database does not count
 )
 
 // Actions of stock_anomalies rows: what was done about a finding.
@@ -34,10 +36,13 @@ const (
 	ActionRestored    = "restored"     // the DB restore of a leaked order ran (and its Redis release, and its close)
 	ActionDBOnly      = "db_only"      // a reserve went to the database alone
 	ActionResynced    = "resynced"     // the fallback's mark is cleared
+	ActionUserAdded   = "user_added"   // the order was put in its user's count
+	ActionUserDropped = "user_dropped" // the order was taken off its user's count
 )
 
 // RepairActions are the actions that changed Redis or the database.
-var RepairActions = []string{ActionSetAvail, ActionLoaded, ActionDropped, ActionHoldReadded, ActionConfirmed, ActionReleased, ActionRestored}
+var RepairActions = []string{ActionSetAvail, ActionLoaded, ActionDropped, ActionHoldReadded, ActionConfirmed, ActionReleased, ActionRestored,
+	ActionUserAdded, ActionUserDropped}
 
 // FallbackRunID is the run_id of the stock_anomalies rows the Redis-down fallback writes.
 const FallbackRunID = "reserve-fallback"

@@ -120,3 +120,31 @@ func (s *Store) LedgerUserUnits(ctx context.Context, sku string) (map[string]int
 	}
 	return out, nil
 }
+
+// UserOrder is an order whose deduct of a SKU stands (not restored): its user and units, which count against
+// the SKU's per-user limit.
+type UserOrder struct {
+	UserID string
+	Qty    int64
+}
+
+// StandingUserOrders returns the orders whose deduct of sku stands, by order ID.
+func (s *Store) StandingUserOrders(ctx context.Context, sku string) (map[string]UserOrder, error) {
+	var rows []struct {
+		OrderID string
+		UserID  string
+		Qty     int64
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT d.order_id AS order_id, o.user_id AS user_id, d.qty AS qty
+		FROM stock_ledger d JOIN orders o ON o.order_id = d.order_id
+		WHERE d.sku = ? AND d.op = 'DEDUCT' AND NOT EXISTS (
+			SELECT 1 FROM stock_ledger r WHERE r.order_id = d.order_id AND r.sku = d.sku AND r.op = 'RESTORE')`, sku).
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("standing orders of %s: %w", sku, err)
+	}
+	out := make(map[string]UserOrder, len(rows))
+	for _, r := range rows {
+		out[r.OrderID] = UserOrder{UserID: r.UserID, Qty: r.Qty}
+	}
+	return out, nil
+}
