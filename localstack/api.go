@@ -25,6 +25,7 @@ func (s *stack) startAPI(ctx context.Context, rs *redisstock.Store) error {
 		Registry:       s.registry,
 		Currency:       cfg.Currency,
 		PaymentTimeout: cfg.PaymentTimeout,
+		Retention:      cfg.IdempotencyRetention,
 		WebhookSecrets: cfg.PaymentWebhookSecrets,
 		AdminToken:     cfg.AdminToken,
 	})

@@ -86,6 +86,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		Registry:       reg,
 		Currency:       cfg.Currency,
 		PaymentTimeout: cfg.PaymentTimeout,
+		Retention:      cfg.IdempotencyRetention,
 		WebhookSecrets: cfg.PaymentWebhookSecrets,
 		AdminToken:     cfg.AdminToken,
 	})

@@ -102,7 +102,7 @@ func TestPlace_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 	}
 	h := &sameKeyHook{
 		admitting: e.Redis.AdmittingKey(sku),
-		marker:    e.Redis.ClaimKey(placement.OrderID(user, key, 0)),
+		marker:    e.Redis.ClaimKey(placement.MarkerName(user, key)),
 		bHeld:     make(chan struct{}),
 		releaseB:  make(chan struct{}),
 	}
@@ -176,7 +176,7 @@ func (h *sameKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 			switch {
 			case c.Name() == "incrby" && len(args) > 1 && args[1] == h.admitting:
 				admit = true
-			case c.Name() == "set" && len(args) > 1 && args[1] == h.marker:
+			case c.Name() == "evalsha" && len(args) > 3 && args[3] == h.marker: // claim_mark.lua: sha, 1 key, the key
 				mark = true
 			}
 		}

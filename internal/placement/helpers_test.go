@@ -114,6 +114,15 @@ func (e *env) noWorkflow(t testing.TB, orderID, why string) {
 	}
 }
 
+// noKey fails the test when the key has a row: nothing was claimed, so no order ID exists and no workflow
+// can have been started for it.
+func (e *env) noKey(t testing.TB, user, key, why string) {
+	t.Helper()
+	if id := e.KeyOrderID(t, user, key); id != "" {
+		t.Errorf("%s: the key %s of %s was claimed (order %s)", why, key, user, id)
+	}
+}
+
 func (e *env) countRows(table, where string, args ...any) int64 {
 	e.t.Helper()
 	return e.CountRows(e.t, table, where, args...)

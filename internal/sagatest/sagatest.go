@@ -2,6 +2,7 @@ package sagatest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
@@ -83,6 +85,20 @@ func (e *Env) Stock(tb testing.TB, sku string, stock, priceCents int64) {
 	if err := e.Redis.SetAvailable(ctx, sku, stock); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// KeyOrderID is the current order ID of the row of (user, Idempotency-Key) in idempotency_keys ("" when there
+// is none): order IDs derive from the row's nonce, so only the row knows them.
+func (e *Env) KeyOrderID(tb testing.TB, userID, key string) string {
+	tb.Helper()
+	rec, err := e.Store.IdempotencyKey(context.Background(), userID, key)
+	if errors.Is(err, ordersaga.ErrNotFound) {
+		return ""
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rec.OrderID
 }
 
 // CountRows counts the rows of a table matching a condition.
