@@ -208,6 +208,9 @@ func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail, admitt
 // ClaimMarker is the marker of one key's row: its name, its life's nonce and its TTL (redisstock.ClaimMarker).
 type ClaimMarker = redisstock.ClaimMarker
 
+// ClaimName is the marker name of (user, Idempotency-Key): redisstock.ClaimName.
+func ClaimName(userID, key string) string { return redisstock.ClaimName(userID, key) }
+
 // MarkClaimed sets the markers of keys that have a row in idempotency_keys, each unless it already lives as
 // long (a newer life's marker is never overwritten): redisstock.Store.ClaimMarkers.
 func (r *Gate) MarkClaimed(ctx context.Context, markers ...ClaimMarker) error {

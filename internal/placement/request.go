@@ -89,14 +89,6 @@ func OrderID(userID, key, nonce string, generation int64) string {
 	return "o-" + hex.EncodeToString(sum[:])[:24]
 }
 
-// MarkerName is the name of the key's marker in Redis (the sold-out fast path's idempotency marker), from
-// (user, Idempotency-Key) alone: "k-" and 32 hex characters of sha256("marker" \x00 user \x00 key). It stays
-// the same across the lives of the key's row; its value names the life.
-func MarkerName(userID, key string) string {
-	sum := sha256.Sum256([]byte("marker\x00" + userID + "\x00" + key))
-	return "k-" + hex.EncodeToString(sum[:])[:32]
-}
-
 // newNonce returns a random nonce for a new life of a key's row: 32 hex characters.
 func newNonce() string {
 	b := make([]byte, 16)

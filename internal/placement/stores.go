@@ -20,6 +20,10 @@ type (
 	admitted  = admission.Admission        // units counted by the admission gate; Done (nil-safe) gives them back
 )
 
+// MarkerName is the name of the key's marker in Redis (the sold-out fast path's idempotency marker), from
+// (user, Idempotency-Key) alone (redisstock.ClaimName, through the admission gate that reads the markers).
+func MarkerName(userID, key string) string { return admission.ClaimName(userID, key) }
+
 // errNotFound is the stores' "no such row".
 var errNotFound = ordersaga.ErrNotFound
 

@@ -2,7 +2,9 @@ package redisstock
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -34,6 +36,14 @@ type ClaimMarker struct {
 	Name  string
 	Nonce string
 	TTL   time.Duration
+}
+
+// ClaimName is the name of the marker of (user, Idempotency-Key), from the pair alone: "k-" and 32 hex
+// characters of sha256("marker" \x00 user \x00 key). It stays the same across the lives of the key's row; the
+// marker's value names the life.
+func ClaimName(userID, key string) string {
+	sum := sha256.Sum256([]byte("marker\x00" + userID + "\x00" + key))
+	return "k-" + hex.EncodeToString(sum[:])[:32]
 }
 
 func claimValue(nonce string) string {
