@@ -80,7 +80,7 @@ func (s *Service) fillClaims(ctx context.Context) error {
 		}
 		markers := make([]marker, len(refs))
 		for i, r := range refs {
-			markers[i] = s.markerOf(r.UserID, r.Key, r.Nonce, r.Age)
+			markers[i] = s.markerOf(r.UserID, r.Key, r.Nonce, r.Age, false) // never over a life written since the read
 		}
 		if err := rs.MarkClaimed(ctx, markers...); err != nil {
 			return err

@@ -176,7 +176,7 @@ func (h *sameKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 			switch {
 			case c.Name() == "incrby" && len(args) > 1 && args[1] == h.admitting:
 				admit = true
-			case c.Name() == "evalsha" && len(args) > 3 && args[3] == h.marker: // claim_mark.lua: sha, 1 key, the key
+			case c.Name() == "set" && len(args) > 1 && args[1] == h.marker:
 				mark = true
 			}
 		}

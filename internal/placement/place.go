@@ -87,11 +87,11 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		return unavailable(serviceDatabase, err), nil
 	}
 	// Marked after the row is written: a key with a row within the retention always has a marker, or the
-	// markers are not ready. A new life always sets it (its nonce, a fresh TTL); another request sets it when
-	// Redis had none (a marker that expired, or one its writer has not set yet: the script never overwrites
-	// the marker of a newer life).
+	// markers are not ready. The writer of a new life sets it over any earlier life's (its nonce, a fresh
+	// TTL); another request sets it only where Redis has none (one that expired, or one its writer has not set
+	// yet), never over a newer life's.
 	if fresh || !fast.Claimed {
-		if err := p.stock.MarkClaimed(ctx, p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, rec.Age)); err != nil {
+		if err := p.stock.MarkClaimed(ctx, p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, rec.Age, fresh)); err != nil {
 			return unavailable(serviceRedis, err), nil
 		}
 	}

@@ -158,7 +158,7 @@ func TestCleanup_DeletesExactlyTheExpiredRecordsWhileOrdersArePlaced(t *testing.
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Gate.MarkClaimed(ctx, admission.ClaimMarker{Name: placement.MarkerName(k.user, k.key), Nonce: rec.Nonce, TTL: time.Hour}); err != nil {
+		if err := e.Gate.MarkClaimed(ctx, admission.ClaimMarker{Name: placement.MarkerName(k.user, k.key), Nonce: rec.Nonce, TTL: time.Hour, New: true}); err != nil {
 			t.Fatal(err)
 		}
 		return rec

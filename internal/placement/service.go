@@ -91,9 +91,10 @@ func New(cfg Config) *Service {
 }
 
 // markerOf is the marker of a key's row whose life is age old: named from (user, key), valued with the
-// life's nonce, and living a little longer than the life has left.
-func (s *Service) markerOf(userID, key, nonce string, age time.Duration) marker {
-	return marker{Name: MarkerName(userID, key), Nonce: nonce, TTL: max(s.cfg.Retention-age, 0) + markerSlack}
+// life's nonce, and living a little longer than the life has left. isNew: the caller has just written that
+// life (its marker replaces an earlier life's; otherwise it is set only where there is none).
+func (s *Service) markerOf(userID, key, nonce string, age time.Duration, isNew bool) marker {
+	return marker{Name: MarkerName(userID, key), Nonce: nonce, TTL: max(s.cfg.Retention-age, 0) + markerSlack, New: isNew}
 }
 
 // Known records that sku is in the inventory table (its admin just set it), sparing a placement the lookup.

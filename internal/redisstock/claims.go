@@ -18,9 +18,6 @@ import (
 // API writes them (ClaimMarkers) and the retention cleanup deletes them (ForgetClaims).
 
 var (
-	//go:embed lua/claim_mark.lua
-	claimMarkLua    string
-	claimMarkScript = redis.NewScript(claimMarkLua)
 	//go:embed lua/claim_forget.lua
 	claimForgetLua    string
 	claimForgetScript = redis.NewScript(claimForgetLua)
@@ -31,11 +28,15 @@ var (
 const legacyClaimValue = "-"
 
 // ClaimMarker is the marker of one idempotency key's row: Name from (user, key) alone, the row's Nonce ("" for
-// a row from before migration 0005) and how long the marker must live (TTL > 0).
+// a row from before migration 0005) and how long the marker must live (TTL > 0). New says the caller has just
+// written that life of the row (inserted or renewed it): its marker replaces any earlier life's. Any other
+// caller (a request that found the row, the backfill) may have read a life that is over by now, so its marker
+// is set only where there is none: it never replaces a newer life's.
 type ClaimMarker struct {
 	Name  string
 	Nonce string
 	TTL   time.Duration
+	New   bool
 }
 
 // ClaimName is the name of the marker of (user, Idempotency-Key), from the pair alone: "k-" and 32 hex
@@ -53,18 +54,26 @@ func claimValue(nonce string) string {
 	return nonce
 }
 
-// ClaimMarkers sets each marker to its nonce with its TTL unless the marker already lives at least as long (a
-// newer life's marker is never overwritten: lua/claim_mark.lua). One pipelined round trip; the markers'
-// keys need not share a slot.
+// ClaimMarkers sets the markers (SET, or SET NX unless New), in one pipelined round trip; the markers' keys
+// need not share a slot.
 func (r *Store) ClaimMarkers(ctx context.Context, markers ...ClaimMarker) error {
 	for _, m := range markers {
 		if m.TTL <= 0 {
 			return fmt.Errorf("mark idempotency keys: marker %s: TTL %s is not positive", m.Name, m.TTL)
 		}
 	}
-	_, err := r.evalEach(ctx, claimMarkScript, len(markers), func(i int) (string, []any) {
-		m := markers[i]
-		return r.ClaimKey(m.Name), []any{claimValue(m.Nonce), max(m.TTL.Milliseconds(), 1)}
+	if len(markers) == 0 {
+		return nil
+	}
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, m := range markers {
+			if m.New {
+				p.Set(ctx, r.ClaimKey(m.Name), claimValue(m.Nonce), m.TTL)
+			} else {
+				p.SetNX(ctx, r.ClaimKey(m.Name), claimValue(m.Nonce), m.TTL)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("mark idempotency keys: %w", err)
