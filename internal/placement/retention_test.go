@@ -8,14 +8,18 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/placement"
+	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/retention"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
+	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // testRetention is the tests' IDEMPOTENCY_RETENTION; they age rows with the store's clock.
@@ -298,4 +302,62 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no counter %s", name)
 	return 0
+}
+
+// TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled: the cleanup's Schedule is ensured (twice: one schedule,
+// overlap SKIP) and a run of IdempotencyCleanupWorkflow on the worker deletes the expired rows and markers in
+// batches, leaving the rows within the retention.
+func TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled(t *testing.T) {
+	t.Parallel()
+	e, clk := retentionEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	in := workflows.IdempotencyCleanupInput{Retention: testRetention, BatchSize: 7}
+	for range 2 {
+		if err := platform.EnsureCleanupSchedule(ctx, e.Client, time.Hour, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	desc, err := e.Client.ScheduleClient().GetHandle(ctx, workflows.IdempotencyCleanupScheduleID).Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP || desc.Schedule.Spec.Intervals[0].Every != time.Hour {
+		t.Errorf("schedule %+v %+v, want every hour, overlap SKIP", desc.Schedule.Policy, desc.Schedule.Spec.Intervals)
+	}
+
+	e.Stock(t, "CLWF-1", 100, 100)
+	line := ordersaga.Line{SKU: "CLWF-1", Qty: 1}
+	for i := range 20 {
+		want(t, e.place(fmt.Sprintf("k-old-%d", i), "u-clwf", line), placement.Reserved)
+	}
+	clk.Advance(testRetention + time.Second)
+	for i := range 3 {
+		want(t, e.place(fmt.Sprintf("k-live-%d", i), "u-clwf", line), placement.Reserved)
+	}
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "cleanup-" + testenv.RandomID(4), TaskQueue: workflows.TaskQueue},
+		workflows.IdempotencyCleanupWorkflow, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum workflows.IdempotencyCleanupResult
+	if err := run.Get(ctx, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rows != 20 || sum.Markers != 20 || sum.Batches != 3 {
+		t.Errorf("run deleted %+v, want 20 rows and 20 markers in 3 batches of 7", sum)
+	}
+	if n := e.countRows("idempotency_keys", "user_id = ?", "u-clwf"); n != 3 {
+		t.Errorf("%d rows left, want the 3 within the retention", n)
+	}
+	for i := range 20 {
+		if m := e.marker(t, "u-clwf", fmt.Sprintf("k-old-%d", i)); m != "" {
+			t.Errorf("marker of expired key %d left: %q", i, m)
+		}
+	}
+	for i := range 3 {
+		if m, rec := e.marker(t, "u-clwf", fmt.Sprintf("k-live-%d", i)), keyRow(t, e, "u-clwf", fmt.Sprintf("k-live-%d", i)); m != rec.Nonce {
+			t.Errorf("marker of live key %d: %q, want %q", i, m, rec.Nonce)
+		}
+	}
 }
