@@ -3,14 +3,11 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/api"
@@ -111,11 +108,6 @@ func TestPlaceOrder(t *testing.T) {
 		t.Parallel()
 		testBadRequests(t, serveAPI(t, e.Env)) // a server of its own: its metrics count only these requests
 	})
-}
-
-func isNotFound(err error) bool {
-	var nf *serviceerror.NotFound
-	return errors.As(err, &nf)
 }
 
 // testBadRequests posts every kind of invalid request: each is a 400 problem (naming the field when one is
