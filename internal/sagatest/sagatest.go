@@ -2,7 +2,6 @@ package sagatest
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 
-	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
@@ -91,14 +89,15 @@ func (e *Env) Stock(tb testing.TB, sku string, stock, priceCents int64) {
 // is none): order IDs derive from the row's nonce, so only the row knows them.
 func (e *Env) KeyOrderID(tb testing.TB, userID, key string) string {
 	tb.Helper()
-	rec, err := e.Store.IdempotencyKey(context.Background(), userID, key)
-	if errors.Is(err, ordersaga.ErrNotFound) {
-		return ""
-	}
-	if err != nil {
+	var ids []string
+	if err := e.Store.DB().Raw("SELECT order_id FROM idempotency_keys WHERE user_id = ? AND idem_key = ?", userID, key).
+		Scan(&ids).Error; err != nil {
 		tb.Fatal(err)
 	}
-	return rec.OrderID
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[0]
 }
 
 // CountRows counts the rows of a table matching a condition.
