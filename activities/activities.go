@@ -12,6 +12,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/retention"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
@@ -28,6 +29,8 @@ type Activities struct {
 	Probe reconcile.OrderProbe
 	// Metrics counts reconciliation, cold loads and fallbacks (nil: not counted).
 	Metrics *reconcile.Metrics
+	// CleanupMetrics counts the idempotency cleanup (nil: not counted).
+	CleanupMetrics *retention.Metrics
 
 	fallback reconcile.FallbackState
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/placement"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
@@ -133,8 +134,10 @@ func soldOutServers(ctx context.Context, rs *redisstock.Store, store *sqlstore.S
 			return
 		}
 		key := r.Header.Get("Idempotency-Key")
-		orderID := api.OrderID(req.UserID, key, 0)
-		if _, _, err := store.ClaimIdempotencyKey(r.Context(), req.UserID, key, "fingerprint", orderID); err != nil {
+		nonce := strconv.FormatInt(time.Now().UnixNano(), 16)
+		claim := sqlstore.IdempotencyClaim{UserID: req.UserID, Key: key, Fingerprint: "fingerprint", Nonce: nonce,
+			OrderID: placement.OrderID(req.UserID, key, nonce, 0)}
+		if _, _, err := store.ClaimIdempotencyKey(r.Context(), claim, placement.DefaultRetention); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // startAPI serves the order API on --http-addr: the same handler and graceful shutdown as the starter.
@@ -25,6 +26,7 @@ func (s *stack) startAPI(ctx context.Context, rs *redisstock.Store) error {
 		Registry:       s.registry,
 		Currency:       cfg.Currency,
 		PaymentTimeout: cfg.PaymentTimeout,
+		Retention:      cfg.IdempotencyRetention,
 		WebhookSecrets: cfg.PaymentWebhookSecrets,
 		AdminToken:     cfg.AdminToken,
 	})
@@ -41,8 +43,12 @@ func (s *stack) startAPI(ctx context.Context, rs *redisstock.Store) error {
 	return nil
 }
 
-// ensureSchedule creates the reconciliation Schedule, or updates its interval (RECONCILE_INTERVAL) when a
-// previous run created it: the same call as the starter's at boot.
+// ensureSchedule creates the reconciliation Schedule and the idempotency cleanup's, or updates them
+// (RECONCILE_INTERVAL, IDEMPOTENCY_RETENTION) when a previous run created them: the same calls as the
+// starter's at boot.
 func (s *stack) ensureSchedule(ctx context.Context) error {
-	return platform.EnsureScheduleWith(ctx, s.client, platform.ReconcileInterval(s.opts.cfg), platform.ReconcileInput(s.opts.cfg))
+	if err := platform.EnsureScheduleWith(ctx, s.client, platform.ReconcileInterval(s.opts.cfg), platform.ReconcileInput(s.opts.cfg)); err != nil {
+		return err
+	}
+	return platform.EnsureCleanupSchedule(ctx, s.client, workflows.DefaultIdempotencyCleanupInterval, platform.CleanupInput(s.opts.cfg))
 }

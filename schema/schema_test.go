@@ -82,10 +82,10 @@ func wantShape() shape {
 				"order_id", "event_id", "currency", "expected_cents", "observed_cents", "detail"),
 			Keys: []string{"index(day)", "pk(id)", "unique(kind,subject)"},
 		},
-		"idempotency_keys": { // 0002: the order API's Idempotency-Key rows
+		"idempotency_keys": { // 0002: the order API's Idempotency-Key rows; 0005: nonce, the cleanup's index
 			Columns: withNullable(notNull("id", "user_id", "idem_key", "fingerprint", "generation", "order_id", "started",
-				"created_at", "updated_at"), "status_code", "response_body"),
-			Keys: []string{"pk(id)", "unique(idem_key,user_id)"},
+				"created_at", "updated_at"), "status_code", "response_body", "nonce"),
+			Keys: []string{"index(created_at)", "pk(id)", "unique(idem_key,user_id)"},
 		},
 		"stock_anomalies": {
 			Columns: withNullable(notNull("id", "run_id", "sku", "kind", "action", "created_at"),

@@ -22,6 +22,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // drainTimeout bounds the graceful shutdown: requests in flight get this long to finish. It covers the
@@ -86,6 +87,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		Registry:       reg,
 		Currency:       cfg.Currency,
 		PaymentTimeout: cfg.PaymentTimeout,
+		Retention:      cfg.IdempotencyRetention,
 		WebhookSecrets: cfg.PaymentWebhookSecrets,
 		AdminToken:     cfg.AdminToken,
 	})
@@ -105,5 +107,10 @@ func ensureReconcileSchedule(ctx context.Context, c client.Client, cfg config.Co
 		return fmt.Errorf("ensure reconciliation schedule: %w", err)
 	}
 	logger.Info("reconciliation schedule ensured", "interval", interval.String())
+	if err := platform.EnsureCleanupSchedule(ctx, c, workflows.DefaultIdempotencyCleanupInterval, platform.CleanupInput(cfg)); err != nil {
+		return fmt.Errorf("ensure idempotency cleanup schedule: %w", err)
+	}
+	logger.Info("idempotency cleanup schedule ensured", "interval", workflows.DefaultIdempotencyCleanupInterval.String(),
+		"retention", cfg.IdempotencyRetention.String())
 	return nil
 }

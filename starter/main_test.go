@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/ordersaga/ordersaga/activities"
-	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
@@ -190,11 +189,20 @@ func TestRun_GracefulShutdownDrainsRequestsInFlight(t *testing.T) {
 		answered <- answer{code: res.StatusCode, body: string(b)}
 	}()
 	// The request is in flight once its workflow exists (it waits there: no worker yet).
-	orderID := api.OrderID("u-gs", "k-graceful", 0)
+	store, err := sqlstore.Open(context.Background(), s.dsn, s.sqlite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
 	c := s.srv.GetDefaultClient()
+	var orderID string // from the key's row: order IDs derive from its nonce
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := c.DescribeWorkflowExecution(context.Background(), workflows.OrderWorkflowID(orderID), ""); err == nil {
-			break
+		rec, err := store.IdempotencyKey(context.Background(), "u-gs", "k-graceful")
+		if err == nil {
+			orderID = rec.OrderID
+			if _, err := c.DescribeWorkflowExecution(context.Background(), workflows.OrderWorkflowID(orderID), ""); err == nil {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the order's workflow was not started")

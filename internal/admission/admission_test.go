@@ -40,9 +40,9 @@ func TestCheckOrder(t *testing.T) {
 	finishBackfill(t, g, token)
 
 	const n = 300
-	var claimed []string
+	var claimed []admission.ClaimMarker
 	for i := 0; i < n; i += 3 {
-		claimed = append(claimed, fmt.Sprintf("m-%d", i))
+		claimed = append(claimed, admission.ClaimMarker{Name: fmt.Sprintf("m-%d", i), Nonce: fmt.Sprintf("n-%d", i), TTL: time.Hour})
 	}
 	if err := g.MarkClaimed(ctx, claimed...); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,8 +23,11 @@ import (
 // markers are complete, and is set only by a backfill from the database that ran entirely on this Redis
 // (BeginClaimsBackfill's token still there at FinishClaimsBackfill). Until then the fast path stays off.
 //
-// Keys: prefix+"idem:"+marker per key (the marker is the key's generation-0 order ID), and
-// prefix+"{idem}:ready" / prefix+"{idem}:filling" (one hash slot, for the compare-and-set).
+// A marker's value is the nonce of its row's life and it expires a little after that life (IDEMPOTENCY_RETENTION):
+// a marker may outlive its row (the key only misses the fast path), never the other way round.
+//
+// Keys: prefix+"idem:"+marker per key (the marker is named from (user, key) alone), and
+// prefix+"{idem}:v2:ready" / prefix+"{idem}:v2:filling" (one hash slot, for the compare-and-set).
 
 // FastCheck is what Redis says about one order request, from one round trip.
 type FastCheck struct {
@@ -254,21 +258,16 @@ func limitAnswer(l ordersaga.Line, limit *redis.StringCmd, held *redis.StringSli
 	return nil, nil
 }
 
-// MarkClaimed sets the markers of keys that have a row in idempotency_keys (no expiry: the rows have none).
-func (r *Gate) MarkClaimed(ctx context.Context, markers ...string) error {
-	if len(markers) == 0 {
-		return nil
-	}
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, m := range markers {
-			p.Set(ctx, r.rs.ClaimKey(m), 1, 0)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mark idempotency keys claimed: %w", err)
-	}
-	return nil
+// ClaimMarker is the marker of one key's row: its name, its life's nonce and its TTL (redisstock.ClaimMarker).
+type ClaimMarker = redisstock.ClaimMarker
+
+// ClaimName is the marker name of (user, Idempotency-Key): redisstock.ClaimName.
+func ClaimName(userID, key string) string { return redisstock.ClaimName(userID, key) }
+
+// MarkClaimed sets the markers of keys that have a row in idempotency_keys (a new life's over any earlier
+// one's, the others only where there is none): redisstock.Store.ClaimMarkers.
+func (r *Gate) MarkClaimed(ctx context.Context, markers ...ClaimMarker) error {
+	return r.rs.ClaimMarkers(ctx, markers...)
 }
 
 // ClaimsReady reports whether the markers are complete.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/internal/placement"
 )
 
 // nameRule is the reason given for a user_id or sku that is not an ordersaga.ValidName.
@@ -57,11 +56,6 @@ func (o orderRequest) lines() []ordersaga.Line {
 		out[i] = ordersaga.Line{SKU: l.SKU, Qty: l.Qty}
 	}
 	return out
-}
-
-// OrderID is the order ID of (user, Idempotency-Key) at a generation (placement.OrderID).
-func OrderID(userID, key string, generation int64) string {
-	return placement.OrderID(userID, key, generation)
 }
 
 // validOrderID reports whether id can name an order (anything else is answered 404 without a lookup): the

@@ -3,20 +3,16 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
-
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/testenv"
-	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // TestPlaceOrder covers every row of docs/http-api.md's POST /v1/orders table on one saga.
@@ -33,8 +29,8 @@ func TestPlaceOrder(t *testing.T) {
 			t.Fatalf("got %s, want 201", r)
 		}
 		o := r.order(t)
-		if want := api.OrderID("u-1", "k-reserved", 0); o.OrderID != want {
-			t.Errorf("order_id %s, want %s (derived from user and key)", o.OrderID, want)
+		if want := e.KeyOrderID(t, "u-1", "k-reserved"); o.OrderID != want {
+			t.Errorf("order_id %s, want %s (the key's row's)", o.OrderID, want)
 		}
 		if loc := r.header.Get("Location"); loc != "/v1/orders/"+o.OrderID {
 			t.Errorf("Location %q", loc)
@@ -102,8 +98,9 @@ func TestPlaceOrder(t *testing.T) {
 		if p.SKU != "NOPE" || !strings.Contains(p.Detail, "NOPE") {
 			t.Errorf("problem %+v does not name NOPE", p)
 		}
-		if _, err := e.Client.DescribeWorkflowExecution(context.Background(), workflows.OrderWorkflowID(api.OrderID("u-5", "k-unknown", 0)), ""); !isNotFound(err) {
-			t.Errorf("a workflow was started for an unknown SKU: %v", err)
+		// Nothing is placed before the key is claimed: no row, no order ID, no workflow.
+		if id := e.KeyOrderID(t, "u-5", "k-unknown"); id != "" {
+			t.Errorf("an unknown SKU claimed the key (order %s)", id)
 		}
 	})
 
@@ -111,11 +108,6 @@ func TestPlaceOrder(t *testing.T) {
 		t.Parallel()
 		testBadRequests(t, serveAPI(t, e.Env)) // a server of its own: its metrics count only these requests
 	})
-}
-
-func isNotFound(err error) bool {
-	var nf *serviceerror.NotFound
-	return errors.As(err, &nf)
 }
 
 // testBadRequests posts every kind of invalid request: each is a 400 problem (naming the field when one is
@@ -251,7 +243,7 @@ func TestPlaceOrder_Refusals(t *testing.T) {
 		body := orderBody("u-r-pending", ordersaga.Line{SKU: "R-PEND", Qty: 1})
 		r := impatient.place("k-r-pending", body)
 		p := r.wantProblem(t, http.StatusConflict, "order-pending")
-		if r.header.Get("Retry-After") == "" || p.OrderID != api.OrderID("u-r-pending", "k-r-pending", 0) {
+		if r.header.Get("Retry-After") == "" || p.OrderID != e.KeyOrderID(t, "u-r-pending", "k-r-pending") {
 			t.Errorf("pending: %s (Retry-After %q)", r, r.header.Get("Retry-After"))
 		}
 		if got := outcomes(impatient, "pending"); got != 1 {

@@ -41,6 +41,8 @@ type Deps struct {
 	Currency string
 	// PaymentTimeout is how long a new order waits for payment (ORDER_PAYMENT_TIMEOUT; 0 = the workflow's default).
 	PaymentTimeout time.Duration
+	// Retention is how long an Idempotency-Key is remembered (IDEMPOTENCY_RETENTION; 0 = 24h).
+	Retention time.Duration
 	// WebhookSecrets verify Payment-Signature (PAYMENT_WEBHOOK_SECRET); AdminToken guards the inventory
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
 	WebhookSecrets []string
@@ -95,7 +97,7 @@ func NewServer(d Deps) *Server {
 	s.placement = placement.New(placement.Config{
 		Logger: d.Logger, Temporal: d.Temporal, Store: d.Store, Stock: d.Gate,
 		Currency: d.Currency, PaymentTimeout: d.PaymentTimeout, PlaceTimeout: d.PlaceTimeout,
-		KeepAs: keepAs, Places: s.metrics.places,
+		Retention: d.Retention, KeepAs: keepAs, Places: s.metrics.places,
 	})
 	s.placement.Backfill()
 	mux := http.NewServeMux()

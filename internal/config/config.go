@@ -38,21 +38,25 @@ type Config struct {
 	ReconcileGrace    time.Duration // RECONCILE_GRACE: holds and open orders younger than this are left alone (default 2m)
 	// ReserveDBFallback lets a reserve fall back to the database deduct alone when Redis is unreachable.
 	ReserveDBFallback bool // RESERVE_DB_FALLBACK (default true)
+	// IdempotencyRetention is how long an Idempotency-Key (its row and its Redis marker) is remembered after
+	// its first use; the order API treats an older key as new, and the cleanup schedule deletes its records.
+	IdempotencyRetention time.Duration // IDEMPOTENCY_RETENTION (default 24h)
 	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
 	MetricsAddr string // METRICS_ADDR
 }
 
 // Defaults used when a variable is unset.
 var defaults = Config{
-	TemporalAddress:   "127.0.0.1:7233",
-	TemporalNamespace: "default",
-	LogFormat:         "json",
-	LogLevel:          "info",
-	WorkerConcurrency: 200,
-	PaymentTimeout:    15 * time.Minute,
-	Currency:          "CNY",
-	HTTPAddr:          "127.0.0.1:8080",
-	ReserveDBFallback: true,
+	TemporalAddress:      "127.0.0.1:7233",
+	TemporalNamespace:    "default",
+	LogFormat:            "json",
+	LogLevel:             "info",
+	WorkerConcurrency:    200,
+	PaymentTimeout:       15 * time.Minute,
+	Currency:             "CNY",
+	HTTPAddr:             "127.0.0.1:8080",
+	ReserveDBFallback:    true,
+	IdempotencyRetention: 24 * time.Hour,
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in mains, a map in tests).
@@ -116,6 +120,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	dur("RECONCILE_INTERVAL", &c.ReconcileInterval, time.Second)
 	dur("RECONCILE_GRACE", &c.ReconcileGrace, time.Second)
+	if v := strings.TrimSpace(getenv("IDEMPOTENCY_RETENTION")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("IDEMPOTENCY_RETENTION=%q: want a positive Go duration, e.g. 24h", v))
+		} else {
+			c.IdempotencyRetention = d
+		}
+	}
 	if v := strings.TrimSpace(getenv("RECONCILE_BATCH")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10000 {

@@ -46,8 +46,13 @@ func TestFromEnv_ErrorsNameTheVariable(t *testing.T) {
 		"RECONCILE_GRACE":        {"RECONCILE_GRACE": "later"},
 		"RECONCILE_BATCH":        {"RECONCILE_BATCH": "0"},
 		"RESERVE_DB_FALLBACK":    {"RESERVE_DB_FALLBACK": "maybe"},
+		"IDEMPOTENCY_RETENTION":  {"IDEMPOTENCY_RETENTION": "a day"},
+	}
+	for _, bad := range []string{"0s", "-1h", "24"} {
+		tests["IDEMPOTENCY_RETENTION="+bad] = map[string]string{"IDEMPOTENCY_RETENTION": bad}
 	}
 	for name, vars := range tests {
+		name, _, _ = strings.Cut(name, "=")
 		if _, err := config.FromEnv(env(vars)); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%v: error %v does not name %s", vars, err, name)
 		}
@@ -85,5 +90,20 @@ func TestFromEnv_ReconciliationAndWorker(t *testing.T) {
 	if c.ReconcileInterval != 5*time.Minute || c.ReconcileBatch != 50 || c.ReconcileGrace != 30*time.Second ||
 		c.ReserveDBFallback || c.MetricsAddr != "127.0.0.1:9464" {
 		t.Errorf("got %+v", c)
+	}
+}
+
+func TestFromEnv_IdempotencyRetention(t *testing.T) {
+	t.Parallel()
+	d, err := config.FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.IdempotencyRetention != 24*time.Hour {
+		t.Errorf("default IDEMPOTENCY_RETENTION %s, want 24h", d.IdempotencyRetention)
+	}
+	c, err := config.FromEnv(env(map[string]string{"IDEMPOTENCY_RETENTION": "90m"}))
+	if err != nil || c.IdempotencyRetention != 90*time.Minute {
+		t.Errorf("IDEMPOTENCY_RETENTION=90m: %s %v", c.IdempotencyRetention, err)
 	}
 }

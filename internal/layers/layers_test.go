@@ -124,7 +124,7 @@ var layers = []layer{
 	{
 		name:       "activities: thin adapters (decode, call a store or the engine, type the errors), no store library",
 		pkgs:       paths("activities/..."),
-		module:     []string{"", "internal/redisstock", "internal/sqlstore", "internal/reconcile"},
+		module:     []string{"", "internal/redisstock", "internal/sqlstore", "internal/reconcile", "internal/retention"},
 		thirdParty: []string{"go.temporal.io/sdk/...", "go.temporal.io/api/..."},
 		forbid: concat(storeLibs, []string{"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/client",
 			"go.temporal.io/sdk/worker", "go.temporal.io/server/..."}),
@@ -156,6 +156,13 @@ var layers = []layer{
 		module:     []string{"", "internal/redisstock", "internal/sqlstore"},
 		thirdParty: []string{"go.temporal.io/sdk/activity", "github.com/prometheus/..."},
 		forbid:     storeLibs,
+	},
+	{
+		name:       "internal/retention: the idempotency records' cleanup, through the stores",
+		pkgs:       paths("internal/retention/..."),
+		module:     []string{"", "internal/redisstock", "internal/sqlstore"},
+		thirdParty: []string{"github.com/prometheus/..."},
+		forbid:     concat(storeLibs, temporal),
 	},
 	{
 		name: "schema: migrations on database/sql, standard library only (callers register the driver)",
@@ -197,7 +204,7 @@ var layers = []layer{
 	{
 		name:       "internal/platform: the process wiring (logger, Temporal, the stores, the reconciliation schedule and metrics)",
 		pkgs:       paths("internal/platform/..."),
-		module:     []string{"activities", "workflows", "internal/config", "internal/redisstock", "internal/sqlstore", "internal/reconcile"},
+		module:     []string{"activities", "workflows", "internal/config", "internal/redisstock", "internal/sqlstore", "internal/reconcile", "internal/retention"},
 		thirdParty: []string{"..."},
 		forbid:     concat(gormLibs, sqlLibs, []string{"go.temporal.io/server/..."}),
 	},

@@ -54,7 +54,8 @@ func (s *Service) Backfill() {
 	}()
 }
 
-// fillClaims marks every key of idempotency_keys in Redis, then declares the markers ready if Redis kept its
+// fillClaims marks every key of idempotency_keys within the retention in Redis (the row's nonce, the TTL its
+// life has left), then declares the markers ready if Redis kept its
 // data meanwhile (Stock.FinishClaimsBackfill).
 func (s *Service) fillClaims(ctx context.Context) error {
 	rs := s.cfg.Stock
@@ -69,16 +70,17 @@ func (s *Service) fillClaims(ctx context.Context) error {
 	var after int64
 	marked := 0
 	for {
-		refs, err := s.cfg.Store.IdempotencyKeysAfter(ctx, after, claimsPage)
+		// Expired rows are skipped: placement treats them as absent, and the cleanup deletes them.
+		refs, err := s.cfg.Store.IdempotencyKeysAfter(ctx, after, claimsPage, s.cfg.Retention)
 		if err != nil {
 			return err
 		}
 		if len(refs) == 0 {
 			break
 		}
-		markers := make([]string, len(refs))
+		markers := make([]marker, len(refs))
 		for i, r := range refs {
-			markers[i] = OrderID(r.UserID, r.Key, 0)
+			markers[i] = s.markerOf(r.UserID, r.Key, r.Nonce, r.Age, false) // never over a life written since the read
 		}
 		if err := rs.MarkClaimed(ctx, markers...); err != nil {
 			return err

@@ -102,7 +102,7 @@ func TestPlace_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 	}
 	h := &sameKeyHook{
 		admitting: e.Redis.AdmittingKey(sku),
-		marker:    e.Redis.ClaimKey(placement.OrderID(user, key, 0)),
+		marker:    e.Redis.ClaimKey(placement.MarkerName(user, key)),
 		bHeld:     make(chan struct{}),
 		releaseB:  make(chan struct{}),
 	}

@@ -3,7 +3,6 @@ package placement_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"os"
@@ -11,13 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
-
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/placement"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
-	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // env is a place-order service over an in-process Temporal server, a worker and the test's stores.
@@ -104,13 +100,12 @@ func want(t testing.TB, out placement.Outcome, kind placement.Kind) placement.Ou
 	return out
 }
 
-// noWorkflow fails the test when the order has a workflow.
-func (e *env) noWorkflow(t testing.TB, orderID, why string) {
+// noKey fails the test when the key has a row: nothing was claimed, so no order ID exists and no workflow
+// can have been started for it.
+func (e *env) noKey(t testing.TB, user, key, why string) {
 	t.Helper()
-	_, err := e.Client.DescribeWorkflowExecution(context.Background(), workflows.OrderWorkflowID(orderID), "")
-	var nf *serviceerror.NotFound
-	if !errors.As(err, &nf) {
-		t.Errorf("%s: the order %s has a workflow (%v)", why, orderID, err)
+	if id := e.KeyOrderID(t, user, key); id != "" {
+		t.Errorf("%s: the key %s of %s was claimed (order %s)", why, key, user, id)
 	}
 }
 

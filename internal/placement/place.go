@@ -48,7 +48,7 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	}
 	// The fast path: in a flash sale almost every request ends here, so it reads Redis only. It may only
 	// refuse, and only a key without state in the database (whose first answer was never kept).
-	marker := OrderID(p.req.UserID, p.req.Key, 0)
+	marker := MarkerName(p.req.UserID, p.req.Key)
 	fast, err := p.s.checkOrder(ctx, marker, p.req.UserID, p.req.Lines)
 	if err != nil {
 		return unavailable(serviceRedis, err), nil
@@ -76,13 +76,22 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 			return gated(sku), nil
 		}
 	}
-	rec, _, err := p.store.ClaimIdempotencyKey(ctx, p.req.UserID, p.req.Key, p.fingerprint, marker)
+	// A key without a row, or whose row is older than the retention, gets a new life: a new nonce, and order
+	// IDs derived from it.
+	nonce := newNonce()
+	rec, fresh, err := p.store.ClaimIdempotencyKey(ctx, keyClaim{
+		UserID: p.req.UserID, Key: p.req.Key, Fingerprint: p.fingerprint, Nonce: nonce,
+		OrderID: OrderID(p.req.UserID, p.req.Key, nonce, 0),
+	}, p.s.cfg.Retention)
 	if err != nil {
 		return unavailable(serviceDatabase, err), nil
 	}
-	// Marked after the row is written: a key with a row always has a marker, or the markers are not ready.
-	if !fast.Claimed {
-		if err := p.stock.MarkClaimed(ctx, marker); err != nil {
+	// Marked after the row is written: a key with a row within the retention always has a marker, or the
+	// markers are not ready. The writer of a new life sets it over any earlier life's (its nonce, a fresh
+	// TTL); another request sets it only where Redis has none (one that expired, or one its writer has not set
+	// yet), never over a newer life's.
+	if fresh || !fast.Claimed {
+		if err := p.stock.MarkClaimed(ctx, p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, rec.Age, fresh)); err != nil {
 			return unavailable(serviceRedis, err), nil
 		}
 	}
@@ -135,7 +144,7 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 			rec = cur
 		}
 	}
-	if err := p.store.MarkIdempotencyStarted(ctx, p.req.UserID, p.req.Key, rec.Generation); err != nil {
+	if err := p.store.MarkIdempotencyStarted(ctx, p.req.UserID, p.req.Key, rec.OrderID); err != nil {
 		return unavailable(serviceDatabase, err), nil
 	}
 	held := adm
@@ -162,8 +171,8 @@ func (p *placement) answer(ctx context.Context, rec keyRecord, res workflows.Res
 	}
 	// A rejection is not remembered: the key moves to a new order ID, so a retry is a new order (the rejected
 	// one's tombstones are final).
-	next := OrderID(p.req.UserID, p.req.Key, rec.Generation+1)
-	if err := p.store.NextIdempotencyGeneration(ctx, p.req.UserID, p.req.Key, rec.Generation, next); err != nil {
+	next := OrderID(p.req.UserID, p.req.Key, rec.Nonce, rec.Generation+1)
+	if err := p.store.NextIdempotencyGeneration(ctx, p.req.UserID, p.req.Key, rec.OrderID, next); err != nil {
 		p.s.cfg.Logger.Warn("move idempotency key past a rejected order; a retry replays the rejection", "order_id", rec.OrderID, "error", err)
 	}
 	switch {
@@ -181,13 +190,13 @@ func (p *placement) answer(ctx context.Context, rec keyRecord, res workflows.Res
 // with the key kept its answer first, that one is the answer.
 func (p *placement) reserved(ctx context.Context, rec keyRecord, o ordersaga.Order) Outcome {
 	out := Outcome{Kind: Reserved, OrderID: o.OrderID, Order: o, Answer: p.s.cfg.KeepAs(o)}
-	kept, stored, err := p.store.KeepIdempotentAnswer(ctx, p.req.UserID, p.req.Key, rec.Generation, out.Answer.Status, out.Answer.Body)
+	kept, stored, err := p.store.KeepIdempotentAnswer(ctx, p.req.UserID, p.req.Key, rec.OrderID, out.Answer.Status, out.Answer.Body)
 	if err != nil {
 		// The order is placed; a retry attaches to it and keeps the answer then.
 		p.s.cfg.Logger.Warn("keep idempotent answer", "order_id", rec.OrderID, "error", err)
 		return out
 	}
-	if !stored && kept.Answered() && kept.Generation == rec.Generation {
+	if !stored && kept.Answered() && kept.OrderID == rec.OrderID {
 		return replay(kept)
 	}
 	return out

@@ -27,8 +27,8 @@ func TestPlace_Idempotency(t *testing.T) {
 		t.Parallel()
 		lines := []ordersaga.Line{{SKU: "SKU-1", Qty: 1}, {SKU: "SKU-2", Qty: 3}}
 		first := want(t, e.place("k-replay", "u-2", lines...), placement.Reserved)
-		if id := placement.OrderID("u-2", "k-replay", 0); first.OrderID != id || first.Order.OrderID != id {
-			t.Errorf("order %s, want %s (derived from user and key)", first.OrderID, id)
+		if id := e.KeyOrderID(t, "u-2", "k-replay"); first.OrderID != id || first.Order.OrderID != id {
+			t.Errorf("order %s, want %s (the key's row's)", first.OrderID, id)
 		}
 		if first.Answer.Status != http.StatusCreated || !bytes.Equal(first.Answer.Body, keepAs(first.Order).Body) {
 			t.Errorf("first answer %d %s, want KeepAs's", first.Answer.Status, first.Answer.Body)
@@ -74,7 +74,7 @@ func TestPlace_Idempotency(t *testing.T) {
 		if out.SKU != "NOPE" {
 			t.Errorf("unknown SKU %q, want NOPE", out.SKU)
 		}
-		e.noWorkflow(t, placement.OrderID("u-5", "k-unknown", 0), "an unknown SKU")
+		e.noKey(t, "u-5", "k-unknown", "an unknown SKU")
 	})
 }
 
@@ -96,7 +96,7 @@ func TestPlace_SoldOut(t *testing.T) {
 			if out.SKU != "FAST-1" || !out.FastPath {
 				t.Errorf("outcome %+v: want sold out of FAST-1 from the fast path", out)
 			}
-			e.noWorkflow(t, placement.OrderID("u-f2", key, 0), "the fast path")
+			e.noKey(t, "u-f2", key, "the fast path")
 		}
 		if got := e.places.value(); got != places {
 			t.Errorf("the fast path placed %d orders", got-places)
@@ -137,9 +137,13 @@ func TestPlace_SoldOut(t *testing.T) {
 			t.Errorf("replay while the markers are gone: %s", r.Answer.Body)
 		}
 		waitFastPath(t, e, "u-f3", line)
-		n, err := e.Redis.Client().Exists(ctx, e.Redis.ClaimKey(placement.OrderID("u-f3", "k-f3-b", 0))).Result()
-		if err != nil || n != 1 {
-			t.Errorf("marker of k-f3-b after the backfill: %d %v, want it back", n, err)
+		rec, err := e.Store.IdempotencyKey(ctx, "u-f3", "k-f3-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := e.Redis.Client().Get(ctx, e.Redis.ClaimKey(placement.MarkerName("u-f3", "k-f3-b"))).Result()
+		if err != nil || m != rec.Nonce {
+			t.Errorf("marker of k-f3-b after the backfill: %q %v, want it back with the row's nonce %q", m, err, rec.Nonce)
 		}
 		if r := want(t, e.place("k-f3-b", "u-f3", line), placement.Replayed); !bytes.Equal(r.Answer.Body, placed["k-f3-b"].Answer.Body) {
 			t.Errorf("replay after the backfill: %s", r.Answer.Body)
@@ -164,7 +168,7 @@ func TestPlace_SoldOut(t *testing.T) {
 		if out := want(t, e.place("k-gate", "u-g", line), placement.Gated); out.SKU != "GATE-1" {
 			t.Errorf("outcome %+v does not name GATE-1", out)
 		}
-		e.noWorkflow(t, placement.OrderID("u-g", "k-gate", 0), "the gate")
+		e.noKey(t, "u-g", "k-gate", "the gate")
 		if got := e.places.value(); got != places {
 			t.Errorf("the gate placed %d orders", got-places)
 		}
@@ -192,7 +196,11 @@ func TestPlace_SoldOut(t *testing.T) {
 		if out := want(t, e.place("k-saga", "u-s", line), placement.SoldOut); out.SKU != "SAGA-1" || out.FastPath {
 			t.Errorf("outcome %+v: want sold out of SAGA-1 by the saga", out)
 		}
-		rejected := placement.OrderID("u-s", "k-saga", 0)
+		rec, err := e.Store.IdempotencyKey(ctx, "u-s", "k-saga")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rejected := placement.OrderID("u-s", "k-saga", rec.Nonce, 0)
 		var o ordersaga.Order
 		if err := e.Client.GetWorkflow(ctx, workflows.OrderWorkflowID(rejected), "").Get(ctx, &o); err != nil || o.Status != ordersaga.StatusRejected {
 			t.Fatalf("order %s: %+v %v, want REJECTED", rejected, o, err)
@@ -205,7 +213,7 @@ func TestPlace_SoldOut(t *testing.T) {
 		if r.OrderID == rejected {
 			t.Errorf("the retry reused the rejected order ID %s", rejected)
 		}
-		if r.OrderID != placement.OrderID("u-s", "k-saga", 1) && r.OrderID != placement.OrderID("u-s", "k-saga", 2) {
+		if r.OrderID != placement.OrderID("u-s", "k-saga", rec.Nonce, 1) && r.OrderID != placement.OrderID("u-s", "k-saga", rec.Nonce, 2) {
 			t.Errorf("order ID %s is not a later generation of the key", r.OrderID)
 		}
 		if again := want(t, e.place("k-saga", "u-s", line), placement.Replayed); !bytes.Equal(again.Answer.Body, r.Answer.Body) {

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -73,10 +74,24 @@ func (r Request) fingerprint() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// OrderID is the order ID of (user, Idempotency-Key) at a generation: "o-" and 24 hex characters of
-// sha256(user \x00 key \x00 generation). The generation moves on only when that order was rejected. The
-// generation-0 order ID is also the key's marker in Redis (the sold-out fast path's idempotency marker).
-func OrderID(userID, key string, generation int64) string {
-	sum := sha256.Sum256([]byte(userID + "\x00" + key + "\x00" + strconv.FormatInt(generation, 10)))
+// OrderID is the order ID of (user, Idempotency-Key) in the life of the key's row named by nonce, at a
+// generation: "o-" and 24 hex characters of sha256(user \x00 key \x00 nonce \x00 generation). The nonce is
+// random, written when the key is first used and again when its expired row is renewed, so a key used again
+// after IDEMPOTENCY_RETENTION gets order IDs that differ from every earlier one. A row from before the nonce
+// (nonce "") keeps the legacy derivation sha256(user \x00 key \x00 generation). The generation moves on only
+// when that order was rejected.
+func OrderID(userID, key, nonce string, generation int64) string {
+	in := userID + "\x00" + key + "\x00"
+	if nonce != "" {
+		in += nonce + "\x00"
+	}
+	sum := sha256.Sum256([]byte(in + strconv.FormatInt(generation, 10)))
 	return "o-" + hex.EncodeToString(sum[:])[:24]
+}
+
+// newNonce returns a random nonce for a new life of a key's row: 32 hex characters.
+func newNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
 }

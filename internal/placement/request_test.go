@@ -9,21 +9,29 @@ import (
 	"github.com/ordersaga/ordersaga"
 )
 
-// The order ID and the fingerprint are stored (idempotency_keys, orders, workflow IDs, Redis markers): a
-// change of either would make every key already used a new order, or a reused key. Pinned.
+// The order ID, the marker name and the fingerprint are stored (idempotency_keys, orders, workflow IDs, Redis
+// markers): a change of one would make every key already used a new order, or a reused key. Pinned; a row
+// without a nonce (from before migration 0005) keeps the legacy derivation.
 func TestOrderIDAndFingerprintAreStable(t *testing.T) {
 	for _, c := range []struct {
-		user, key  string
-		generation int64
-		want       string
+		user, key, nonce string
+		generation       int64
+		want             string
 	}{
-		{"u-1", "k-reserved", 0, "o-170f2161189a7b738ef35ef1"},
-		{"u-1", "k-reserved", 1, "o-51cd2945fa2189a2492f30a7"},
-		{"user.A_9", "key:with.all-chars_", 7, "o-a4437a72d676ea8da880c915"},
+		{"u-1", "k-reserved", "", 0, "o-170f2161189a7b738ef35ef1"},
+		{"u-1", "k-reserved", "", 1, "o-51cd2945fa2189a2492f30a7"},
+		{"user.A_9", "key:with.all-chars_", "", 7, "o-a4437a72d676ea8da880c915"},
+		{"u-1", "k-reserved", "0123456789abcdef0123456789abcdef", 0, "o-cf01b6fa7b40b28d24ef8124"},
 	} {
-		if got := OrderID(c.user, c.key, c.generation); got != c.want {
-			t.Errorf("OrderID(%q, %q, %d) = %s, want %s", c.user, c.key, c.generation, got, c.want)
+		if got := OrderID(c.user, c.key, c.nonce, c.generation); got != c.want {
+			t.Errorf("OrderID(%q, %q, %q, %d) = %s, want %s", c.user, c.key, c.nonce, c.generation, got, c.want)
 		}
+	}
+	if got, want := MarkerName("u-1", "k-reserved"), "k-"; !strings.HasPrefix(got, want) || len(got) != 34 {
+		t.Errorf("MarkerName = %s, want k- and 32 hex characters", got)
+	}
+	if a, b := newNonce(), newNonce(); a == b || len(a) != 32 {
+		t.Errorf("two nonces %s and %s: want distinct, 32 characters", a, b)
 	}
 	const want = "6833c7aec21962375e5fd2317436ae0fd28e184c08cf1225e90f8cc4f65f3d7a"
 	for _, lines := range [][]ordersaga.Line{

@@ -18,6 +18,14 @@ import (
 // reservation's activities give up within ~30 s.
 const DefaultPlaceTimeout = 40 * time.Second
 
+// DefaultRetention is how long an Idempotency-Key is remembered by default (IDEMPOTENCY_RETENTION).
+const DefaultRetention = 24 * time.Hour
+
+// markerSlack is how much longer than its row's life a key's marker lives: a marker may outlive its row
+// (the key only misses the sold-out fast path) but must not expire before it, whatever the clocks of Redis
+// and the database say.
+const markerSlack = time.Minute
+
 // Counter counts events (a prometheus.Counter is one).
 type Counter interface{ Inc() }
 
@@ -36,6 +44,9 @@ type Config struct {
 	// KeepAs turns a reserved order into the first answer its client gets, which the service keeps for the
 	// key's replays (required: the caller owns the answer's form).
 	KeepAs func(ordersaga.Order) Answer
+	// Retention is how long a key is remembered after its first use (IDEMPOTENCY_RETENTION; 0 =
+	// DefaultRetention): after it the key is a new request, with a new order ID.
+	Retention time.Duration
 	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
 	Places Counter
 }
@@ -68,12 +79,22 @@ func New(cfg Config) *Service {
 	if cfg.PlaceTimeout <= 0 {
 		cfg.PlaceTimeout = DefaultPlaceTimeout
 	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
 	if cfg.PaymentTimeout <= 0 {
 		cfg.PaymentTimeout = workflows.DefaultPaymentTimeout
 	}
 	s := &Service{cfg: cfg}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	return s
+}
+
+// markerOf is the marker of a key's row whose life is age old: named from (user, key), valued with the
+// life's nonce, and living a little longer than the life has left. isNew: the caller has just written that
+// life (its marker replaces an earlier life's; otherwise it is set only where there is none).
+func (s *Service) markerOf(userID, key, nonce string, age time.Duration, isNew bool) marker {
+	return marker{Name: MarkerName(userID, key), Nonce: nonce, TTL: max(s.cfg.Retention-age, 0) + markerSlack, New: isNew}
 }
 
 // Known records that sku is in the inventory table (its admin just set it), sparing a placement the lookup.

@@ -14,9 +14,15 @@ import (
 // The stores' types the service names.
 type (
 	keyRecord = sqlstore.IdempotencyRecord // one row of idempotency_keys
+	keyClaim  = sqlstore.IdempotencyClaim  // what the first use of a key writes
+	marker    = admission.ClaimMarker      // a key's marker in Redis
 	fastCheck = admission.FastCheck        // what one Redis round trip says about a request
 	admitted  = admission.Admission        // units counted by the admission gate; Done (nil-safe) gives them back
 )
+
+// MarkerName is the name of the key's marker in Redis (the sold-out fast path's idempotency marker), from
+// (user, Idempotency-Key) alone (redisstock.ClaimName, through the admission gate that reads the markers).
+func MarkerName(userID, key string) string { return admission.ClaimName(userID, key) }
 
 // errNotFound is the stores' "no such row".
 var errNotFound = ordersaga.ErrNotFound
@@ -26,19 +32,19 @@ var errNotFound = ordersaga.ErrNotFound
 type Store interface {
 	KnownSKUs(ctx context.Context, skus []string) (map[string]bool, error)
 	Order(ctx context.Context, orderID string) (ordersaga.OrderRecord, error)
-	ClaimIdempotencyKey(ctx context.Context, userID, key, fingerprint, orderID string) (sqlstore.IdempotencyRecord, bool, error)
+	ClaimIdempotencyKey(ctx context.Context, c sqlstore.IdempotencyClaim, retention time.Duration) (sqlstore.IdempotencyRecord, bool, error)
 	IdempotencyKey(ctx context.Context, userID, key string) (sqlstore.IdempotencyRecord, error)
-	MarkIdempotencyStarted(ctx context.Context, userID, key string, generation int64) error
-	KeepIdempotentAnswer(ctx context.Context, userID, key string, generation int64, status int, body []byte) (sqlstore.IdempotencyRecord, bool, error)
-	NextIdempotencyGeneration(ctx context.Context, userID, key string, generation int64, nextOrderID string) error
-	IdempotencyKeysAfter(ctx context.Context, afterID int64, limit int) ([]sqlstore.IdempotencyKeyRef, error)
+	MarkIdempotencyStarted(ctx context.Context, userID, key, orderID string) error
+	KeepIdempotentAnswer(ctx context.Context, userID, key, orderID string, status int, body []byte) (sqlstore.IdempotencyRecord, bool, error)
+	NextIdempotencyGeneration(ctx context.Context, userID, key, orderID, nextOrderID string) error
+	IdempotencyKeysAfter(ctx context.Context, afterID int64, limit int, retention time.Duration) ([]sqlstore.IdempotencyKeyRef, error)
 }
 
 // Stock is what the service needs of the Redis stock store (admission.Gate: the Redis of the stock store): the sold-out fast path's
 // check, the idempotency markers and their backfill, and the admission gate.
 type Stock interface {
 	CheckOrder(ctx context.Context, marker, userID string, lines []ordersaga.Line) (admission.FastCheck, error)
-	MarkClaimed(ctx context.Context, markers ...string) error
+	MarkClaimed(ctx context.Context, markers ...admission.ClaimMarker) error
 	ClaimsReady(ctx context.Context) (bool, error)
 	BeginClaimsBackfill(ctx context.Context) (string, error)
 	FinishClaimsBackfill(ctx context.Context, token string) (bool, error)

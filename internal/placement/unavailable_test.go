@@ -37,7 +37,7 @@ func TestPlace_Unavailable(t *testing.T) {
 	impatient := serviceOn(t, e.Env, func(c *placement.Config) { c.PlaceTimeout = time.Millisecond })
 	pendingLine := ordersaga.Line{SKU: "UNAV-1", Qty: 1}
 	p := want(t, impatient.place("k-pending", "u-pending", pendingLine), placement.Pending)
-	if p.OrderID != placement.OrderID("u-pending", "k-pending", 0) {
+	if p.OrderID != e.KeyOrderID(t, "u-pending", "k-pending") {
 		t.Errorf("pending: %+v, want the key's order", p)
 	}
 	if r := want(t, e.place("k-pending", "u-pending", pendingLine), placement.Reserved); r.OrderID != p.OrderID {

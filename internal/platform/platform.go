@@ -21,6 +21,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/retention"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -122,7 +123,12 @@ func NewActivities(c client.Client, rs *redisstock.Store, st *sqlstore.Store, cf
 	if err != nil {
 		return nil, fmt.Errorf("reconcile metrics: %w", err)
 	}
-	return &activities.Activities{Redis: rs, Store: st, DBFallback: cfg.ReserveDBFallback, Probe: Probe{Client: c}, Metrics: m}, nil
+	cm, err := retention.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency cleanup metrics: %w", err)
+	}
+	return &activities.Activities{Redis: rs, Store: st, DBFallback: cfg.ReserveDBFallback, Probe: Probe{Client: c}, Metrics: m,
+		CleanupMetrics: cm}, nil
 }
 
 // StartWorker builds and starts the order worker on c: every workflow of workflows/ and acts registered on

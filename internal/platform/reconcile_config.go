@@ -20,3 +20,8 @@ func ReconcileInterval(cfg config.Config) time.Duration {
 	}
 	return workflows.DefaultReconcileInterval
 }
+
+// CleanupInput is the idempotency cleanup's input the configuration describes (IDEMPOTENCY_RETENTION).
+func CleanupInput(cfg config.Config) workflows.IdempotencyCleanupInput {
+	return workflows.IdempotencyCleanupInput{Retention: cfg.IdempotencyRetention}
+}

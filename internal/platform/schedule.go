@@ -22,46 +22,69 @@ func EnsureSchedule(ctx context.Context, c client.Client, interval time.Duration
 
 // EnsureScheduleWith is EnsureSchedule with the runs' input (batch size, grace period).
 func EnsureScheduleWith(ctx context.Context, c client.Client, interval time.Duration, in workflows.ReconcileInput) error {
+	return ensureSchedule(ctx, c, scheduleOf{
+		id: workflows.ReconcileScheduleID, what: "reconcile", workflow: workflows.ReconcileWorkflow, input: in,
+		memo: "ordersaga reconciliation: repairs Redis to the database's truth",
+	}, interval)
+}
+
+// EnsureCleanupSchedule creates or updates, like EnsureSchedule, the Schedule of the idempotency records'
+// cleanup (workflows.IdempotencyCleanupScheduleID): IdempotencyCleanupWorkflow every interval, overlap SKIP.
+func EnsureCleanupSchedule(ctx context.Context, c client.Client, interval time.Duration, in workflows.IdempotencyCleanupInput) error {
+	return ensureSchedule(ctx, c, scheduleOf{
+		id: workflows.IdempotencyCleanupScheduleID, what: "idempotency cleanup", workflow: workflows.IdempotencyCleanupWorkflow,
+		input: in, memo: "ordersaga idempotency cleanup: deletes the Idempotency-Key records older than IDEMPOTENCY_RETENTION",
+	}, interval)
+}
+
+// scheduleOf is one of the process's Schedules: its ID, the workflow it starts and that workflow's input.
+type scheduleOf struct {
+	id, what, memo string
+	workflow       any
+	input          any
+}
+
+func ensureSchedule(ctx context.Context, c client.Client, s scheduleOf, interval time.Duration) error {
 	if interval < time.Second {
-		return fmt.Errorf("reconcile schedule: interval %s is shorter than 1s", interval)
+		return fmt.Errorf("%s schedule: interval %s is shorter than 1s", s.what, interval)
 	}
 	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}}
 	action := &client.ScheduleWorkflowAction{
-		ID:        workflows.ReconcileScheduleID,
-		Workflow:  workflows.ReconcileWorkflow,
-		Args:      []any{in},
+		ID:        s.id,
+		Workflow:  s.workflow,
+		Args:      []any{s.input},
 		TaskQueue: workflows.TaskQueue,
 		// A run never takes longer than a few intervals; a stuck one is cut off and the next starts.
 		WorkflowExecutionTimeout: max(10*interval, 10*time.Minute),
 	}
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      workflows.ReconcileScheduleID,
+		ID:      s.id,
 		Spec:    spec,
 		Action:  action,
 		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		Memo:    map[string]any{"purpose": "ordersaga reconciliation: repairs Redis to the database's truth"},
+		Memo:    map[string]any{"purpose": s.memo},
 	})
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create reconcile schedule: %w", err)
+		return fmt.Errorf("create %s schedule: %w", s.what, err)
 	}
-	h := c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID)
+	h := c.ScheduleClient().GetHandle(ctx, s.id)
 	err = h.Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(u client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-			s := u.Description.Schedule
-			s.Spec = &spec
-			s.Action = action
-			if s.Policy == nil {
-				s.Policy = &client.SchedulePolicies{}
+			sc := u.Description.Schedule
+			sc.Spec = &spec
+			sc.Action = action
+			if sc.Policy == nil {
+				sc.Policy = &client.SchedulePolicies{}
 			}
-			s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
-			return &client.ScheduleUpdate{Schedule: &s}, nil
+			sc.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
+			return &client.ScheduleUpdate{Schedule: &sc}, nil
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("update reconcile schedule: %w", err)
+		return fmt.Errorf("update %s schedule: %w", s.what, err)
 	}
 	return nil
 }

@@ -164,7 +164,8 @@ func TestIdempotencyKeys(t *testing.T) {
 	)
 	for range 10 {
 		wg.Go(func() {
-			rec, c, err := store.ClaimIdempotencyKey(ctx, "u-1", "k-1", "fp-1", "o-gen0")
+			rec, c, err := store.ClaimIdempotencyKey(ctx, sqlstore.IdempotencyClaim{UserID: "u-1", Key: "k-1", Fingerprint: "fp-1",
+				Nonce: "n-" + testenv.RandomID(8), OrderID: "o-gen0"}, time.Hour)
 			if err != nil {
 				t.Error(err)
 				return
@@ -184,16 +185,17 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Errorf("%d claims created the row, want 1", created)
 	}
 	// Another fingerprint does not overwrite the first.
-	if rec, c, err := store.ClaimIdempotencyKey(ctx, "u-1", "k-1", "fp-2", "o-other"); err != nil || c || rec.Fingerprint != "fp-1" {
+	if rec, c, err := store.ClaimIdempotencyKey(ctx, sqlstore.IdempotencyClaim{UserID: "u-1", Key: "k-1", Fingerprint: "fp-2",
+		Nonce: "n-other", OrderID: "o-other"}, time.Hour); err != nil || c || rec.Fingerprint != "fp-1" {
 		t.Errorf("claim with another fingerprint: %+v %v %v", rec, c, err)
 	}
 
-	if err := store.MarkIdempotencyStarted(ctx, "u-1", "k-1", 0); err != nil {
+	if err := store.MarkIdempotencyStarted(ctx, "u-1", "k-1", "o-gen0"); err != nil {
 		t.Fatal(err)
 	}
 	// A rejection moves the key on once, however many requests saw it.
 	for range 3 {
-		if err := store.NextIdempotencyGeneration(ctx, "u-1", "k-1", 0, "o-gen1"); err != nil {
+		if err := store.NextIdempotencyGeneration(ctx, "u-1", "k-1", "o-gen0", "o-gen1"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,15 +204,15 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Fatalf("after the rejection: %+v %v", rec, err)
 	}
 	body := []byte("{\"order_id\":\"o-gen1\"}\n\x00\xff")
-	rec, stored, err := store.KeepIdempotentAnswer(ctx, "u-1", "k-1", 1, 201, body)
+	rec, stored, err := store.KeepIdempotentAnswer(ctx, "u-1", "k-1", "o-gen1", 201, body)
 	if err != nil || !stored || rec.StatusCode != 201 || string(rec.Body) != string(body) {
 		t.Fatalf("keep: %+v %v %v", rec, stored, err)
 	}
 	// The first answer wins, and an answered key never moves on.
-	if rec, stored, err = store.KeepIdempotentAnswer(ctx, "u-1", "k-1", 1, 201, []byte("other")); err != nil || stored || string(rec.Body) != string(body) {
+	if rec, stored, err = store.KeepIdempotentAnswer(ctx, "u-1", "k-1", "o-gen1", 201, []byte("other")); err != nil || stored || string(rec.Body) != string(body) {
 		t.Errorf("second keep: %+v %v %v", rec, stored, err)
 	}
-	if err := store.NextIdempotencyGeneration(ctx, "u-1", "k-1", 1, "o-gen2"); err != nil {
+	if err := store.NextIdempotencyGeneration(ctx, "u-1", "k-1", "o-gen1", "o-gen2"); err != nil {
 		t.Fatal(err)
 	}
 	if rec, _ = store.IdempotencyKey(ctx, "u-1", "k-1"); rec.Generation != 1 {

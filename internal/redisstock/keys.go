@@ -45,15 +45,18 @@ func (r *Store) userKeys(sku, orderID, userID string) []string {
 	return append(r.keys(sku, orderID), r.LimitKey(sku), r.UserKey(sku, userID))
 }
 
-// ClaimKey is the marker of one idempotency key: the key has a row in idempotency_keys (admission).
+// ClaimKey is the marker of one idempotency key (claims.go): the key may have a row in idempotency_keys. Its
+// value is the nonce of the row's life; it expires a little after that life.
 func (r *Store) ClaimKey(marker string) string { return r.prefix + "idem:" + marker }
 
 // ClaimsReadyKey says the idempotency-key markers are complete; ClaimsFillingKey holds the token of the
-// backfill that is completing them (one hash slot, for the compare-and-set).
-func (r *Store) ClaimsReadyKey() string { return r.prefix + "{idem}:ready" }
+// backfill that is completing them (one hash slot, for the compare-and-set). "v2": the markers named from
+// (user, key) with the row's nonce (migration 0005); a Redis marked by an earlier release is not ready for
+// them until a backfill has run (the earlier markers, idem:o-*, are read by nothing any more).
+func (r *Store) ClaimsReadyKey() string { return r.prefix + "{idem}:v2:ready" }
 
 // ClaimsFillingKey: see ClaimsReadyKey.
-func (r *Store) ClaimsFillingKey() string { return r.prefix + "{idem}:filling" }
+func (r *Store) ClaimsFillingKey() string { return r.prefix + "{idem}:v2:filling" }
 
 // AdmittersKey is the hash owner -> units of a SKU counted by that owner's placements (admission).
 func (r *Store) AdmittersKey(sku string) string { return r.AdmittingKey(sku) + ":by" }

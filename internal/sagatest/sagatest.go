@@ -95,6 +95,21 @@ func (e *Env) Stock(tb testing.TB, sku string, stock, priceCents int64) {
 	}
 }
 
+// KeyOrderID is the current order ID of the row of (user, Idempotency-Key) in idempotency_keys ("" when there
+// is none): order IDs derive from the row's nonce, so only the row knows them.
+func (e *Env) KeyOrderID(tb testing.TB, userID, key string) string {
+	tb.Helper()
+	var ids []string
+	if err := e.Store.DB().Raw("SELECT order_id FROM idempotency_keys WHERE user_id = ? AND idem_key = ?", userID, key).
+		Scan(&ids).Error; err != nil {
+		tb.Fatal(err)
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[0]
+}
+
 // CountRows counts the rows of a table matching a condition.
 func (e *Env) CountRows(tb testing.TB, table, where string, args ...any) int64 {
 	tb.Helper()

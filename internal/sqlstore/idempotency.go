@@ -3,22 +3,29 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/ordersaga/ordersaga"
 )
 
-// IdempotencyRecord is one row of idempotency_keys: what the order API remembers of one (user, Idempotency-Key).
-// The order ID is derived from the pair and Generation; Generation moves on only when that order was rejected,
-// because a rejection is not remembered (the same key may succeed later) while the rejected saga's tombstones
-// are final for its order ID.
+// IdempotencyRecord is one row of idempotency_keys: what the order API remembers of one (user, Idempotency-Key)
+// for the retention (IDEMPOTENCY_RETENTION) after the key's first use.
+// The order ID is derived from the pair, the row's Nonce and Generation; Generation moves on only when that
+// order was rejected, because a rejection is not remembered (the same key may succeed later) while the
+// rejected saga's tombstones are final for its order ID.
 type IdempotencyRecord struct {
 	UserID      string
 	Key         string
 	Fingerprint string // sha256 of the canonical request: the same key with another body is refused
-	Generation  int64
-	OrderID     string
+	// Nonce is random, written when the row was inserted or last renewed ("" for a row from before migration
+	// 0005): it names the row's life, and the life's order IDs derive from it.
+	Nonce      string
+	Generation int64
+	OrderID    string
 	// Started is set before the order's workflow is started for this generation: from then on a request with
 	// the key attaches to that workflow instead of answering from the sold-out fast path.
 	Started bool
@@ -27,33 +34,81 @@ type IdempotencyRecord struct {
 	Body       []byte
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	// Age is how old the row's life was when it was read, by the store's clock.
+	Age time.Duration
 }
 
 // Answered reports whether the first answer is kept, so a request with the key replays it.
 func (r IdempotencyRecord) Answered() bool { return r.StatusCode != 0 }
 
-// ClaimIdempotencyKey returns the row of (userID, key), inserting it at generation 0 with orderID when it does
-// not exist yet; created tells which. Concurrent claims of one key see one row.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, userID, key, fingerprint, orderID string) (IdempotencyRecord, bool, error) {
-	now := s.now()
-	err := s.db.WithContext(ctx).Exec(`INSERT INTO idempotency_keys (user_id, idem_key, fingerprint, generation, order_id, started, created_at, updated_at)
-		VALUES (?, ?, ?, 0, ?, 0, ?, ?)`, userID, key, fingerprint, orderID, now, now).Error
-	if err != nil && !isDuplicate(err) {
-		return IdempotencyRecord{}, false, fmt.Errorf("claim idempotency key: %w", err)
-	}
-	rec, rerr := s.IdempotencyKey(ctx, userID, key)
-	if rerr != nil {
-		return IdempotencyRecord{}, false, fmt.Errorf("claim idempotency key: %w", rerr)
-	}
-	return rec, err == nil, nil
+// IdempotencyClaim is what the first use of a key writes: the request's fingerprint, and the nonce and the
+// generation-0 order ID of the new life.
+type IdempotencyClaim struct {
+	UserID, Key, Fingerprint, Nonce, OrderID string
 }
 
-// IdempotencyKey reads the row of (userID, key); ordersaga.ErrNotFound when there is none.
+// claimAttempts bounds ClaimIdempotencyKey's rounds: each lost round means another request inserted, renewed
+// or deleted the row meanwhile, and the next round sees what it did.
+const claimAttempts = 5
+
+// ClaimIdempotencyKey returns the live row of (c.UserID, c.Key). When there is none it inserts c at generation
+// 0; when the row is older than retention it is treated as absent and renewed in place with c (a
+// compare-and-set on its nonce and expiry: concurrent claims renew it once). fresh tells whether this call
+// wrote the row's life. Concurrent claims of one key see one row.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim, retention time.Duration) (rec IdempotencyRecord, fresh bool, err error) {
+	if retention <= 0 {
+		return IdempotencyRecord{}, false, fmt.Errorf("claim idempotency key: retention %s is not positive", retention)
+	}
+	for range claimAttempts {
+		now := s.now()
+		err := s.db.WithContext(ctx).Exec(`INSERT INTO idempotency_keys (user_id, idem_key, fingerprint, nonce, generation, order_id, started, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 0, ?, 0, ?, ?)`, c.UserID, c.Key, c.Fingerprint, c.Nonce, c.OrderID, now, now).Error
+		if err != nil && !isDuplicate(err) {
+			return IdempotencyRecord{}, false, fmt.Errorf("claim idempotency key: %w", err)
+		}
+		inserted := err == nil
+		rec, id, err := s.idempotencyRow(ctx, c.UserID, c.Key)
+		switch {
+		case errors.Is(err, ordersaga.ErrNotFound):
+			continue // deleted by the cleanup since the insert failed: insert again
+		case err != nil:
+			return IdempotencyRecord{}, false, fmt.Errorf("claim idempotency key: %w", err)
+		case inserted || rec.Age <= retention:
+			return rec, inserted && rec.Nonce == c.Nonce, nil
+		}
+		// Expired: a new life for the key, in place, unless another request renewed (or the cleanup deleted)
+		// the row since it was read.
+		res := s.db.WithContext(ctx).Exec(`UPDATE idempotency_keys SET nonce = ?, fingerprint = ?, generation = 0, order_id = ?,
+			started = 0, status_code = NULL, response_body = NULL, created_at = ?, updated_at = ?
+			WHERE id = ? AND COALESCE(nonce, '') = ? AND created_at < ?`,
+			c.Nonce, c.Fingerprint, c.OrderID, now, now, id, rec.Nonce, now.Add(-retention))
+		if res.Error != nil {
+			return IdempotencyRecord{}, false, fmt.Errorf("claim idempotency key: renew: %w", res.Error)
+		}
+		if res.RowsAffected == 1 {
+			rec, _, err = s.idempotencyRow(ctx, c.UserID, c.Key)
+			if err != nil {
+				return IdempotencyRecord{}, false, fmt.Errorf("claim idempotency key: %w", err)
+			}
+			return rec, rec.Nonce == c.Nonce, nil
+		}
+	}
+	return IdempotencyRecord{}, false, fmt.Errorf("claim idempotency key: %w: the row kept changing under %d claims", errRetryTx, claimAttempts)
+}
+
+// IdempotencyKey reads the row of (userID, key), whatever its age; ordersaga.ErrNotFound when there is none.
 func (s *Store) IdempotencyKey(ctx context.Context, userID, key string) (IdempotencyRecord, error) {
+	rec, _, err := s.idempotencyRow(ctx, userID, key)
+	return rec, err
+}
+
+func (s *Store) idempotencyRow(ctx context.Context, userID, key string) (IdempotencyRecord, int64, error) {
 	var rows []struct {
+		ID           int64
 		UserID       string
 		IdemKey      string
 		Fingerprint  string
+		Nonce        sql.NullString
 		Generation   int64
 		OrderID      string
 		Started      int64
@@ -62,38 +117,43 @@ func (s *Store) IdempotencyKey(ctx context.Context, userID, key string) (Idempot
 		CreatedAt    time.Time
 		UpdatedAt    time.Time
 	}
-	if err := s.db.WithContext(ctx).Raw(`SELECT user_id, idem_key, fingerprint, generation, order_id, started, status_code,
+	if err := s.db.WithContext(ctx).Raw(`SELECT id, user_id, idem_key, fingerprint, nonce, generation, order_id, started, status_code,
 		response_body, created_at, updated_at FROM idempotency_keys WHERE user_id = ? AND idem_key = ?`, userID, key).
 		Scan(&rows).Error; err != nil {
-		return IdempotencyRecord{}, fmt.Errorf("idempotency key: %w", err)
+		return IdempotencyRecord{}, 0, fmt.Errorf("idempotency key: %w", err)
 	}
 	if len(rows) == 0 {
-		return IdempotencyRecord{}, fmt.Errorf("idempotency key: %w", ordersaga.ErrNotFound)
+		return IdempotencyRecord{}, 0, fmt.Errorf("idempotency key: %w", ordersaga.ErrNotFound)
 	}
 	r := rows[0]
 	return IdempotencyRecord{
-		UserID: r.UserID, Key: r.IdemKey, Fingerprint: r.Fingerprint, Generation: r.Generation, OrderID: r.OrderID,
-		Started: r.Started != 0, StatusCode: int(r.StatusCode.Int64), Body: r.ResponseBody,
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}, nil
+		UserID: r.UserID, Key: r.IdemKey, Fingerprint: r.Fingerprint, Nonce: r.Nonce.String, Generation: r.Generation,
+		OrderID: r.OrderID, Started: r.Started != 0, StatusCode: int(r.StatusCode.Int64), Body: r.ResponseBody,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Age: s.now().Sub(r.CreatedAt),
+	}, r.ID, nil
 }
 
-// MarkIdempotencyStarted records that the order of this generation is being placed (its workflow started).
-func (s *Store) MarkIdempotencyStarted(ctx context.Context, userID, key string, generation int64) error {
+// The updates of one generation name it by its order ID, which is unique to the row's life and generation:
+// a request still busy with a life that expired and was renewed meanwhile can change nothing of the new one.
+
+// MarkIdempotencyStarted records that the order orderID (the row's current one) is being placed (its workflow
+// started).
+func (s *Store) MarkIdempotencyStarted(ctx context.Context, userID, key, orderID string) error {
 	err := s.db.WithContext(ctx).Exec(`UPDATE idempotency_keys SET started = 1, updated_at = ?
-		WHERE user_id = ? AND idem_key = ? AND generation = ? AND started = 0`, s.now(), userID, key, generation).Error
+		WHERE user_id = ? AND idem_key = ? AND order_id = ? AND started = 0`, s.now(), userID, key, orderID).Error
 	if err != nil {
 		return fmt.Errorf("mark idempotency key started: %w", err)
 	}
 	return nil
 }
 
-// KeepIdempotentAnswer stores the first answer of this generation; an answer already kept wins (stored is
-// false then). It returns the row as it now stands, so concurrent requests answer with the same bytes.
-func (s *Store) KeepIdempotentAnswer(ctx context.Context, userID, key string, generation int64, status int, body []byte) (rec IdempotencyRecord, stored bool, err error) {
+// KeepIdempotentAnswer stores the first answer of order orderID while it is the row's current one; an answer
+// already kept wins (stored is false then). It returns the row as it now stands, so concurrent requests
+// answer with the same bytes.
+func (s *Store) KeepIdempotentAnswer(ctx context.Context, userID, key, orderID string, status int, body []byte) (rec IdempotencyRecord, stored bool, err error) {
 	res := s.db.WithContext(ctx).Exec(`UPDATE idempotency_keys SET status_code = ?, response_body = ?, updated_at = ?
-		WHERE user_id = ? AND idem_key = ? AND generation = ? AND status_code IS NULL`,
-		status, body, s.now(), userID, key, generation)
+		WHERE user_id = ? AND idem_key = ? AND order_id = ? AND status_code IS NULL`,
+		status, body, s.now(), userID, key, orderID)
 	if res.Error != nil {
 		return IdempotencyRecord{}, false, fmt.Errorf("keep idempotent answer: %w", res.Error)
 	}
@@ -101,39 +161,98 @@ func (s *Store) KeepIdempotentAnswer(ctx context.Context, userID, key string, ge
 	return rec, res.RowsAffected > 0, err
 }
 
-// NextIdempotencyGeneration moves the key from a rejected order (generation) to a new one (nextOrderID), once:
-// concurrent requests that saw the same rejection move it one step together.
-func (s *Store) NextIdempotencyGeneration(ctx context.Context, userID, key string, generation int64, nextOrderID string) error {
+// NextIdempotencyGeneration moves the key from a rejected order (orderID, the row's current one) to a new one
+// (nextOrderID), once: concurrent requests that saw the same rejection move it one step together.
+func (s *Store) NextIdempotencyGeneration(ctx context.Context, userID, key, orderID, nextOrderID string) error {
 	err := s.db.WithContext(ctx).Exec(`UPDATE idempotency_keys SET generation = generation + 1, order_id = ?, started = 0, updated_at = ?
-		WHERE user_id = ? AND idem_key = ? AND generation = ? AND status_code IS NULL`,
-		nextOrderID, s.now(), userID, key, generation).Error
+		WHERE user_id = ? AND idem_key = ? AND order_id = ? AND status_code IS NULL`,
+		nextOrderID, s.now(), userID, key, orderID).Error
 	if err != nil {
 		return fmt.Errorf("next idempotency generation: %w", err)
 	}
 	return nil
 }
 
-// IdempotencyKeyRef names one row of idempotency_keys, for paging through them.
+// IdempotencyKeyRef names one row of idempotency_keys and its life, for paging through them.
 type IdempotencyKeyRef struct {
 	ID     int64
 	UserID string
 	Key    string
+	Nonce  string        // "" for a row from before migration 0005
+	Age    time.Duration // of the row's life when read, by the store's clock
 }
 
-// IdempotencyKeysAfter returns up to limit rows of idempotency_keys with an id above afterID, in id order.
-func (s *Store) IdempotencyKeysAfter(ctx context.Context, afterID int64, limit int) ([]IdempotencyKeyRef, error) {
-	var rows []struct {
-		ID      int64
-		UserID  string
-		IdemKey string
-	}
-	if err := s.db.WithContext(ctx).Raw(`SELECT id, user_id, idem_key FROM idempotency_keys WHERE id > ? ORDER BY id LIMIT ?`,
-		afterID, limit).Scan(&rows).Error; err != nil {
+// IdempotencyKeysAfter returns up to limit rows of idempotency_keys with an id above afterID that are not
+// older than retention, in id order.
+func (s *Store) IdempotencyKeysAfter(ctx context.Context, afterID int64, limit int, retention time.Duration) ([]IdempotencyKeyRef, error) {
+	now := s.now()
+	refs, err := s.idempotencyRefs(ctx, `SELECT id, user_id, idem_key, nonce, created_at FROM idempotency_keys
+		WHERE id > ? AND created_at >= ? ORDER BY id LIMIT ?`, now, afterID, now.Add(-retention), limit)
+	if err != nil {
 		return nil, fmt.Errorf("idempotency keys: %w", err)
+	}
+	return refs, nil
+}
+
+// ExpiredIdempotencyKeys returns up to limit rows of idempotency_keys older than retention, oldest first
+// (through the created_at index).
+func (s *Store) ExpiredIdempotencyKeys(ctx context.Context, retention time.Duration, limit int) ([]IdempotencyKeyRef, error) {
+	if retention <= 0 || limit <= 0 {
+		return nil, fmt.Errorf("expired idempotency keys: retention %s and limit %d must be positive", retention, limit)
+	}
+	now := s.now()
+	refs, err := s.idempotencyRefs(ctx, `SELECT id, user_id, idem_key, nonce, created_at FROM idempotency_keys
+		WHERE created_at < ? ORDER BY created_at, id LIMIT ?`, now, now.Add(-retention), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired idempotency keys: %w", err)
+	}
+	return refs, nil
+}
+
+func (s *Store) idempotencyRefs(ctx context.Context, query string, now time.Time, args ...any) ([]IdempotencyKeyRef, error) {
+	var rows []struct {
+		ID        int64
+		UserID    string
+		IdemKey   string
+		Nonce     sql.NullString
+		CreatedAt time.Time
+	}
+	if err := s.db.WithContext(ctx).Raw(query, args...).Scan(&rows).Error; err != nil {
+		return nil, err
 	}
 	out := make([]IdempotencyKeyRef, len(rows))
 	for i, r := range rows {
-		out[i] = IdempotencyKeyRef{ID: r.ID, UserID: r.UserID, Key: r.IdemKey}
+		out[i] = IdempotencyKeyRef{ID: r.ID, UserID: r.UserID, Key: r.IdemKey, Nonce: r.Nonce.String, Age: now.Sub(r.CreatedAt)}
 	}
 	return out, nil
+}
+
+// DeleteExpiredIdempotencyKeys deletes the rows of refs (from ExpiredIdempotencyKeys) by primary key, each
+// only while it is still the expired life that was read (same nonce, still older than retention: a row
+// renewed meanwhile stays), in one short transaction that touches no other table. It returns the rows
+// deleted.
+func (s *Store) DeleteExpiredIdempotencyKeys(ctx context.Context, refs []IdempotencyKeyRef, retention time.Duration) ([]IdempotencyKeyRef, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	var deleted []IdempotencyKeyRef
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		deleted = deleted[:0]
+		cutoff := s.now().Add(-retention)
+		for _, r := range refs {
+			res := tx.Exec(`DELETE FROM idempotency_keys WHERE id = ? AND COALESCE(nonce, '') = ? AND created_at < ?`,
+				r.ID, r.Nonce, cutoff)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 1 {
+				deleted = append(deleted, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delete expired idempotency keys: %w", err)
+	}
+	return deleted, nil
 }

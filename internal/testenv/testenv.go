@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,4 +208,27 @@ func DeleteKeys(tb testing.TB, rdb redis.UniversalClient, patterns ...string) in
 		n += len(keys)
 	}
 	return n
+}
+
+// Clock is a settable clock for sqlstore.Store.SetClock: tests age rows by moving it instead of sleeping.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock standing at the real time now.
+func NewClock() *Clock { return &Clock{t: time.Now().UTC()} }
+
+// Now is the clock's time (pass the method value to SetClock).
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }

@@ -1,0 +1,363 @@
+package placement_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/admission"
+	"github.com/ordersaga/ordersaga/internal/placement"
+	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/retention"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
+	"github.com/ordersaga/ordersaga/internal/testenv"
+	"github.com/ordersaga/ordersaga/workflows"
+)
+
+// testRetention is the tests' IDEMPOTENCY_RETENTION; they age rows with the store's clock.
+const testRetention = 3 * time.Second
+
+// retentionEnv is a service with testRetention on a saga whose store reads clk.
+func retentionEnv(t *testing.T) (*env, *testenv.Clock) {
+	t.Helper()
+	se := sagatest.Start(t)
+	clk := testenv.NewClock()
+	se.Store.SetClock(clk.Now) // before the service's backfill reads it
+	return serviceOn(t, se, func(c *placement.Config) { c.Retention = testRetention }), clk
+}
+
+// waitReady waits for the service's backfill of the markers (the fast path on).
+func waitReady(t *testing.T, e *env) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if ready, err := e.Gate.ClaimsReady(context.Background()); err == nil && ready {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idempotency markers are not ready a minute after the service started")
+		}
+	}
+}
+
+// marker returns the value of the key's marker ("" when there is none).
+func (e *env) marker(t *testing.T, user, key string) string {
+	t.Helper()
+	v, err := e.Redis.Client().Get(context.Background(), e.Redis.ClaimKey(placement.MarkerName(user, key))).Result()
+	if err != nil && err.Error() != "redis: nil" {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestPlace_KeyExpires: within the retention a key replays; after it the same key is a new order with a new
+// order ID, never one used before, whatever its body; concurrent requests on an expired key place one order.
+func TestPlace_KeyExpires(t *testing.T) {
+	t.Parallel()
+	e, clk := retentionEnv(t)
+	e.Stock(t, "RET-1", 100, 100)
+	line := ordersaga.Line{SKU: "RET-1", Qty: 1}
+	seen := map[string]bool{}
+
+	first := want(t, e.place("k-ret", "u-ret", line), placement.Reserved)
+	seen[first.OrderID] = true
+	clk.Advance(testRetention - 100*time.Millisecond)
+	if r := want(t, e.place("k-ret", "u-ret", line), placement.Replayed); r.OrderID != first.OrderID {
+		t.Errorf("replay within the retention: order %s, want %s", r.OrderID, first.OrderID)
+	}
+	want(t, e.place("k-ret", "u-ret", ordersaga.Line{SKU: "RET-1", Qty: 2}), placement.KeyReused)
+
+	// Past the retention: the same body is a new order, then replays as that one.
+	clk.Advance(time.Second)
+	second := want(t, e.place("k-ret", "u-ret", line), placement.Reserved)
+	if seen[second.OrderID] {
+		t.Fatalf("the key's new order reused order ID %s", second.OrderID)
+	}
+	seen[second.OrderID] = true
+	if r := want(t, e.place("k-ret", "u-ret", line), placement.Replayed); r.OrderID != second.OrderID {
+		t.Errorf("replay of the renewed key: %s, want %s", r.OrderID, second.OrderID)
+	}
+	if m, rec := e.marker(t, "u-ret", "k-ret"), keyRow(t, e, "u-ret", "k-ret"); m != rec.Nonce {
+		t.Errorf("marker %q after the renewal, want the new life's nonce %q", m, rec.Nonce)
+	}
+
+	// Past it again, another body: accepted (no 422), a third order ID.
+	clk.Advance(testRetention + time.Second)
+	third := want(t, e.place("k-ret", "u-ret", ordersaga.Line{SKU: "RET-1", Qty: 3}), placement.Reserved)
+	if seen[third.OrderID] {
+		t.Fatalf("the key's third order reused order ID %s", third.OrderID)
+	}
+	seen[third.OrderID] = true
+	if n := e.countRows("orders", "user_id = ?", "u-ret"); n != 3 {
+		t.Errorf("%d orders, want 3", n)
+	}
+
+	// Twenty requests at once on the expired key, over three services: one new order, one answer.
+	clk.Advance(testRetention + time.Second)
+	services := []*env{e, serviceOn(t, e.Env, func(c *placement.Config) { c.Retention = testRetention }),
+		serviceOn(t, e.Env, func(c *placement.Config) { c.Retention = testRetention })}
+	const n = 20
+	outs := make([]placement.Outcome, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range outs {
+		wg.Go(func() {
+			<-start
+			outs[i] = services[i%len(services)].place("k-ret", "u-ret", line)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, out := range outs {
+		if (out.Kind != placement.Reserved && out.Kind != placement.Replayed) || out.OrderID != outs[0].OrderID {
+			t.Errorf("request %d: %s %s, request 0: %s %s", i, out.Kind, out.OrderID, outs[0].Kind, outs[0].OrderID)
+		}
+	}
+	if seen[outs[0].OrderID] {
+		t.Errorf("the concurrent renewal reused order ID %s", outs[0].OrderID)
+	}
+	if n := e.countRows("orders", "user_id = ?", "u-ret"); n != 4 {
+		t.Errorf("%d orders after the concurrent renewal, want 4", n)
+	}
+	if n := e.countRows("idempotency_keys", "user_id = ?", "u-ret"); n != 1 {
+		t.Errorf("%d rows of the key, want 1 (renewed in place)", n)
+	}
+}
+
+// keyRow reads the key's row.
+func keyRow(t *testing.T, e *env, user, key string) sqlstore.IdempotencyRecord {
+	t.Helper()
+	rec, err := e.Store.IdempotencyKey(context.Background(), user, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// TestCleanup_DeletesExactlyTheExpiredRecordsWhileOrdersArePlaced: 600 expired keys (more than a batch), 40
+// within the retention; while the cleanup runs in batches of 100, new keys are placed and five expired keys
+// are used again (with another body). Afterwards every expired key not used again has neither row nor
+// marker, every other key has its row and a marker carrying its row's nonce (the keys within the retention
+// untouched), and the cleanup counted what it deleted. Then the fast path answers a deleted key as the new
+// key it is: sold out from Redis alone, or a new order with a new order ID.
+func TestCleanup_DeletesExactlyTheExpiredRecordsWhileOrdersArePlaced(t *testing.T) {
+	t.Parallel()
+	e, clk := retentionEnv(t)
+	ctx := context.Background()
+	e.Stock(t, "CLEAN-1", 1000, 100)
+	waitReady(t, e)
+	const expired, live, reused, placed, batch = 600, 40, 5, 10, 100
+	type key struct{ user, key string }
+	seed := func(k key) sqlstore.IdempotencyRecord {
+		nonce := testenv.RandomID(16)
+		rec, _, err := e.Store.ClaimIdempotencyKey(ctx, sqlstore.IdempotencyClaim{UserID: k.user, Key: k.key, Fingerprint: "fp",
+			Nonce: nonce, OrderID: placement.OrderID(k.user, k.key, nonce, 0)}, testRetention)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Gate.MarkClaimed(ctx, admission.ClaimMarker{Name: placement.MarkerName(k.user, k.key), Nonce: rec.Nonce, TTL: time.Hour, New: true}); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	var old, fresh []key
+	oldRec := map[key]sqlstore.IdempotencyRecord{}
+	for i := range expired {
+		k := key{"u-old", fmt.Sprintf("k-%d", i)}
+		old = append(old, k)
+		oldRec[k] = seed(k)
+	}
+	clk.Advance(testRetention + time.Second)
+	freshRec := map[key]sqlstore.IdempotencyRecord{}
+	for i := range live {
+		k := key{"u-live", fmt.Sprintf("k-%d", i)}
+		fresh = append(fresh, k)
+		freshRec[k] = seed(k)
+	}
+	if n := e.countRows("idempotency_keys", "1 = 1"); n != expired+live {
+		t.Fatalf("%d rows before the cleanup, want %d", n, expired+live)
+	}
+
+	reg := prometheus.NewRegistry()
+	metrics, err := retention.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleaner := retention.Cleaner{Store: e.Store, Redis: e.Redis, Metrics: metrics}
+	var (
+		wg  sync.WaitGroup
+		sum retention.Summary
+	)
+	line := ordersaga.Line{SKU: "CLEAN-1", Qty: 1}
+	wg.Go(func() {
+		for {
+			b, err := cleaner.Batch(ctx, testRetention, batch)
+			if err != nil {
+				t.Errorf("cleanup batch: %v", err)
+				return
+			}
+			sum.Add(b)
+			if b.Expired < batch {
+				return
+			}
+		}
+	})
+	outs := make([]placement.Outcome, placed+reused)
+	for i := range outs {
+		wg.Go(func() {
+			if i < placed {
+				outs[i] = e.place(fmt.Sprintf("k-new-%d", i), "u-new", line)
+				return
+			}
+			k := old[(i-placed)*97]
+			outs[i] = e.place(k.key, k.user, ordersaga.Line{SKU: "CLEAN-1", Qty: 2}) // another body than the seeded fingerprint's
+		})
+	}
+	wg.Wait()
+	for i, out := range outs {
+		if out.Kind != placement.Reserved {
+			t.Errorf("placement %d during the cleanup: %s %+v, want reserved", i, out.Kind, out)
+		}
+	}
+
+	reusedKeys := map[key]bool{}
+	for i := range reused {
+		reusedKeys[old[i*97]] = true
+	}
+	wantRows := live + placed + reused
+	if n := e.countRows("idempotency_keys", "1 = 1"); n != int64(wantRows) {
+		t.Errorf("%d rows after the cleanup, want %d", n, wantRows)
+	}
+	if sum.Rows < expired-reused || sum.Rows > expired {
+		t.Errorf("the cleanup deleted %d rows, want %d to %d (a key used again may be renewed before its delete)", sum.Rows, expired-reused, expired)
+	}
+	if sum.Markers < sum.Rows-reused || sum.Markers > sum.Rows {
+		t.Errorf("the cleanup deleted %d markers for %d rows", sum.Markers, sum.Rows)
+	}
+	if got := counterValue(t, reg, "ordersaga_idempotency_cleanup_rows_deleted_total"); got != float64(sum.Rows) {
+		t.Errorf("rows-deleted counter %v, want %d", got, sum.Rows)
+	}
+	if got := counterValue(t, reg, "ordersaga_idempotency_cleanup_markers_deleted_total"); got != float64(sum.Markers) {
+		t.Errorf("markers-deleted counter %v, want %d", got, sum.Markers)
+	}
+	for _, k := range old {
+		rec, err := e.Store.IdempotencyKey(ctx, k.user, k.key)
+		m := e.marker(t, k.user, k.key)
+		switch {
+		case reusedKeys[k]:
+			if err != nil || rec.Nonce == oldRec[k].Nonce || m != rec.Nonce || rec.Age > testRetention {
+				t.Errorf("key %s used again: row %+v %v, marker %q: want a new life and its marker", k.key, rec, err, m)
+			}
+		case err == nil || m != "":
+			t.Errorf("expired key %s: row %+v, marker %q: want both deleted", k.key, rec, m)
+		}
+	}
+	for _, k := range fresh {
+		rec, err := e.Store.IdempotencyKey(ctx, k.user, k.key)
+		if m := e.marker(t, k.user, k.key); err != nil || rec.Nonce != freshRec[k].Nonce || m != rec.Nonce {
+			t.Errorf("key %s within the retention: row %+v %v, marker %q: want it untouched", k.key, rec, err, m)
+		}
+	}
+	for i := range placed {
+		rec, err := e.Store.IdempotencyKey(ctx, "u-new", fmt.Sprintf("k-new-%d", i))
+		if m := e.marker(t, "u-new", fmt.Sprintf("k-new-%d", i)); err != nil || m != rec.Nonce {
+			t.Errorf("key placed during the cleanup: row %+v %v, marker %q: want both", rec, err, m)
+		}
+	}
+
+	// A deleted key is a new key to the fast path: with the SKU sold out it is refused from Redis alone (no
+	// row written); with units it is a new order, whose ID is none of the old life's.
+	e.Stock(t, "CLEAN-GONE", 0, 100)
+	gone := old[1]
+	if out := want(t, e.place(gone.key, gone.user, ordersaga.Line{SKU: "CLEAN-GONE", Qty: 1}), placement.SoldOut); !out.FastPath {
+		t.Errorf("deleted key on a sold-out SKU: %+v, want the fast path's refusal", out)
+	}
+	if id := e.KeyOrderID(t, gone.user, gone.key); id != "" {
+		t.Errorf("the fast path's refusal wrote a row (order %s)", id)
+	}
+	out := want(t, e.place(gone.key, gone.user, line), placement.Reserved)
+	if out.OrderID == oldRec[gone].OrderID {
+		t.Errorf("the deleted key's new order reused order ID %s", out.OrderID)
+	}
+}
+
+// counterValue reads a counter of reg by name.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
+}
+
+// TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled: the cleanup's Schedule is ensured (twice: one schedule,
+// overlap SKIP) and a run of IdempotencyCleanupWorkflow on the worker deletes the expired rows and markers in
+// batches, leaving the rows within the retention.
+func TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled(t *testing.T) {
+	t.Parallel()
+	e, clk := retentionEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	in := workflows.IdempotencyCleanupInput{Retention: testRetention, BatchSize: 7}
+	for range 2 {
+		if err := platform.EnsureCleanupSchedule(ctx, e.Client, time.Hour, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	desc, err := e.Client.ScheduleClient().GetHandle(ctx, workflows.IdempotencyCleanupScheduleID).Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP || desc.Schedule.Spec.Intervals[0].Every != time.Hour {
+		t.Errorf("schedule %+v %+v, want every hour, overlap SKIP", desc.Schedule.Policy, desc.Schedule.Spec.Intervals)
+	}
+
+	e.Stock(t, "CLWF-1", 100, 100)
+	line := ordersaga.Line{SKU: "CLWF-1", Qty: 1}
+	for i := range 20 {
+		want(t, e.place(fmt.Sprintf("k-old-%d", i), "u-clwf", line), placement.Reserved)
+	}
+	clk.Advance(testRetention + time.Second)
+	for i := range 3 {
+		want(t, e.place(fmt.Sprintf("k-live-%d", i), "u-clwf", line), placement.Reserved)
+	}
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "cleanup-" + testenv.RandomID(4), TaskQueue: workflows.TaskQueue},
+		workflows.IdempotencyCleanupWorkflow, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum workflows.IdempotencyCleanupResult
+	if err := run.Get(ctx, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rows != 20 || sum.Markers != 20 || sum.Batches != 3 {
+		t.Errorf("run deleted %+v, want 20 rows and 20 markers in 3 batches of 7", sum)
+	}
+	if n := e.countRows("idempotency_keys", "user_id = ?", "u-clwf"); n != 3 {
+		t.Errorf("%d rows left, want the 3 within the retention", n)
+	}
+	for i := range 20 {
+		if m := e.marker(t, "u-clwf", fmt.Sprintf("k-old-%d", i)); m != "" {
+			t.Errorf("marker of expired key %d left: %q", i, m)
+		}
+	}
+	for i := range 3 {
+		if m, rec := e.marker(t, "u-clwf", fmt.Sprintf("k-live-%d", i)), keyRow(t, e, "u-clwf", fmt.Sprintf("k-live-%d", i)); m != rec.Nonce {
+			t.Errorf("marker of live key %d: %q, want %q", i, m, rec.Nonce)
+		}
+	}
+}

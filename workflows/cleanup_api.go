@@ -1,0 +1,57 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/ordersaga/ordersaga/activities"
+)
+
+// IdempotencyCleanupScheduleID is the Temporal Schedule that starts IdempotencyCleanupWorkflow; its runs get
+// workflow IDs IdempotencyCleanupScheduleID + "-" + the scheduled time (Temporal appends it).
+const IdempotencyCleanupScheduleID = "ordersaga-idempotency-cleanup"
+
+// Defaults of an idempotency cleanup run.
+const (
+	// DefaultIdempotencyRetention is IDEMPOTENCY_RETENTION's default.
+	DefaultIdempotencyRetention = 24 * time.Hour
+	// DefaultIdempotencyCleanupInterval is the Schedule's interval.
+	DefaultIdempotencyCleanupInterval = 5 * time.Minute
+	// DefaultIdempotencyCleanupBatch is the rows one activity deletes.
+	DefaultIdempotencyCleanupBatch = 500
+	// DefaultIdempotencyCleanupMaxBatches bounds one run (its history): what is left waits for the next run.
+	DefaultIdempotencyCleanupMaxBatches = 1000
+)
+
+// IdempotencyCleanupInput configures one cleanup run; the zero value means the defaults.
+type IdempotencyCleanupInput struct {
+	// Retention: rows older than this are deleted (0 = DefaultIdempotencyRetention).
+	Retention time.Duration
+	// BatchSize is the rows one activity deletes (0 = DefaultIdempotencyCleanupBatch).
+	BatchSize int
+	// MaxBatches bounds the batches of one run (0 = DefaultIdempotencyCleanupMaxBatches).
+	MaxBatches int
+}
+
+// IdempotencyCleanupResult is what one run deleted.
+type IdempotencyCleanupResult = activities.IdempotencyCleanSummary
+
+func (in IdempotencyCleanupInput) retention() time.Duration {
+	if in.Retention <= 0 {
+		return DefaultIdempotencyRetention
+	}
+	return in.Retention
+}
+
+func (in IdempotencyCleanupInput) batch() int {
+	if in.BatchSize <= 0 {
+		return DefaultIdempotencyCleanupBatch
+	}
+	return in.BatchSize
+}
+
+func (in IdempotencyCleanupInput) maxBatches() int {
+	if in.MaxBatches <= 0 {
+		return DefaultIdempotencyCleanupMaxBatches
+	}
+	return in.MaxBatches
+}
