@@ -21,8 +21,8 @@ var cleanupOptions = workflow.ActivityOptions{
 
 // IdempotencyCleanupWorkflow is one run of the idempotency records' cleanup: batch after batch, it deletes
 // the rows of idempotency_keys older than the retention and their Redis markers, until a batch finds fewer
-// expired rows than it may delete (or MaxBatches ran), then publishes what it deleted. A Temporal Schedule
-// starts it (overlap SKIP).
+// expired rows than it may delete (or MaxBatches ran), resting Pause between two full batches, then
+// publishes what it deleted. A Temporal Schedule starts it (overlap SKIP).
 func IdempotencyCleanupWorkflow(ctx workflow.Context, in IdempotencyCleanupInput) (IdempotencyCleanupResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, cleanupOptions)
 	var sum IdempotencyCleanupResult
@@ -38,6 +38,11 @@ func IdempotencyCleanupWorkflow(ctx workflow.Context, in IdempotencyCleanupInput
 		sum.Add(b)
 		if b.Expired < limit {
 			break
+		}
+		if p := in.pause(); p > 0 {
+			if err := workflow.Sleep(ctx, p); err != nil {
+				return sum, err
+			}
 		}
 	}
 	runID := workflow.GetInfo(ctx).WorkflowExecution.ID

@@ -15,6 +15,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/retention"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/testenv"
+	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // BenchmarkCleanupWhilePlacing measures the idempotency cleanup against the order path, on the test's stores
@@ -22,10 +23,17 @@ import (
 // cleanupRows expired rows with their markers, places orders from placers concurrent requests for
 // placeWindow without the cleanup, then again while the cleanup deletes every expired row in batches of
 // retention.DefaultBatch. It reports the cleanup's rows deleted per second and the placement rate without
-// and with it. Run once:
+// and with it, for two paces of the cleanup: batches back to back (pause_0s, the worst case) and with the
+// workflow's rest between batches (workflows.DefaultIdempotencyCleanupPause). Run once:
 //
 //	go test -run '^$' -bench CleanupWhilePlacing -benchtime 1x ./internal/placement/
 func BenchmarkCleanupWhilePlacing(b *testing.B) {
+	for _, pause := range []time.Duration{0, workflows.DefaultIdempotencyCleanupPause} {
+		b.Run("pause_"+pause.String(), func(b *testing.B) { benchCleanupWhilePlacing(b, pause) })
+	}
+}
+
+func benchCleanupWhilePlacing(b *testing.B, pause time.Duration) {
 	const (
 		cleanupRows = 50000
 		placers     = 16
@@ -91,6 +99,7 @@ func BenchmarkCleanupWhilePlacing(b *testing.B) {
 			if batch.Expired < retention.DefaultBatch {
 				break
 			}
+			time.Sleep(pause) // as IdempotencyCleanupWorkflow rests between two full batches
 		}
 		cleanTook := time.Since(start)
 		close(stop)
@@ -103,8 +112,8 @@ func BenchmarkCleanupWhilePlacing(b *testing.B) {
 		b.ReportMetric(alone, "places/s_alone")
 		b.ReportMetric(withCleanup, "places/s_with_cleanup")
 		b.ReportMetric(withCleanup/alone, "ratio")
-		b.Logf("db %s: cleanup deleted %d rows + %d markers in %s (%.0f rows/s); placement %.1f orders/s alone, %.1f with the cleanup (ratio %.2f)",
-			se.Store.Dialect(), sum.Rows, sum.Markers, cleanTook.Round(time.Millisecond), rowsPerSec, alone, withCleanup, withCleanup/alone)
+		b.Logf("pause %s, db %s: cleanup deleted %d rows + %d markers in %s (%.0f rows/s); placement %.1f orders/s alone, %.1f with the cleanup (ratio %.2f)",
+			pause, se.Store.Dialect(), sum.Rows, sum.Markers, cleanTook.Round(time.Millisecond), rowsPerSec, alone, withCleanup, withCleanup/alone)
 	}
 }
 
