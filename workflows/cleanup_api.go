@@ -16,13 +16,14 @@ const (
 	DefaultIdempotencyRetention = 24 * time.Hour
 	// DefaultIdempotencyCleanupInterval is the Schedule's interval.
 	DefaultIdempotencyCleanupInterval = 5 * time.Minute
-	// DefaultIdempotencyCleanupBatch is the rows one activity deletes.
-	DefaultIdempotencyCleanupBatch = 500
+	// DefaultIdempotencyCleanupBatch is the rows one activity deletes: small enough that its transaction holds
+	// its locks for milliseconds (only on expired rows of idempotency_keys, never an inventory row).
+	DefaultIdempotencyCleanupBatch = 100
 	// DefaultIdempotencyCleanupMaxBatches bounds one run (its history): what is left waits for the next run.
 	DefaultIdempotencyCleanupMaxBatches = 1000
 	// DefaultIdempotencyCleanupPause is the rest between two full batches, so that a run with much to delete
 	// leaves the database and the CPU to the orders (BENCHMARKS.md measures the sale's rate with and without
-	// it); at about 0.3 s a batch of 500 it still deletes over 50 million rows a day.
+	// it); it still deletes tens of millions of rows a day.
 	DefaultIdempotencyCleanupPause = 250 * time.Millisecond
 )
 

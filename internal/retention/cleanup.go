@@ -9,10 +9,6 @@ import (
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
-// DefaultBatch is how many expired rows one batch deletes by default: small enough that its transaction holds
-// its row locks for milliseconds (and only on expired rows of idempotency_keys, never an inventory row).
-const DefaultBatch = 500
-
 // Cleaner deletes expired idempotency records through the stores.
 type Cleaner struct {
 	Store   *sqlstore.Store
