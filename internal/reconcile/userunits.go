@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
@@ -43,17 +42,9 @@ func (r *Reconciler) fixUserUnits(ctx context.Context, sku string, sum *Summary,
 		if len(e.Marker) > 0 && e.Marker[0] == 'H' {
 			continue // held now: its deduct is still to come
 		}
-		done, err := r.Redis.RepairUser(ctx, sku, e.UserID, e.OrderID, redisstock.UserDrop, e.Marker, e.Entry, 0)
-		if err != nil {
+		if err := r.repairUser(ctx, sku, e.UserID, e.OrderID, redisstock.UserDrop, e.Marker, e.Entry, 0, sum, note); err != nil {
 			return err
 		}
-		if !done {
-			sum.Raced++
-			continue
-		}
-		sum.UserUnitsFixed++
-		note(sqlstore.Anomaly{OrderID: e.OrderID, Kind: sqlstore.KindUserUnitsStray, Expected: i64(0), Observed: parseQty(e.Entry),
-			Action: sqlstore.ActionUserDropped, Detail: fmt.Sprintf("user %s, marker %q", e.UserID, e.Marker)})
 	}
 	for order, o := range standing {
 		if counted[o.UserID+"\x00"+order] {
@@ -63,17 +54,30 @@ func (r *Reconciler) fixUserUnits(ctx context.Context, sku string, sum *Summary,
 		if err != nil {
 			return err
 		}
-		done, err := r.Redis.RepairUser(ctx, sku, o.UserID, order, redisstock.UserAdd, marker, "", o.Qty)
-		if err != nil {
+		if err := r.repairUser(ctx, sku, o.UserID, order, redisstock.UserAdd, marker, "", o.Qty, sum, note); err != nil {
 			return err
 		}
-		if !done {
-			sum.Raced++
-			continue
-		}
-		sum.UserUnitsFixed++
-		note(sqlstore.Anomaly{OrderID: order, Kind: sqlstore.KindUserUnitsMissing, Expected: i64(o.Qty), Observed: i64(0),
-			Action: sqlstore.ActionUserAdded, Detail: "user " + o.UserID + ", marker " + strconv.Quote(marker)})
 	}
+	return nil
+}
+
+// repairUser runs one repair_user.lua and counts it: done (an anomaly noted) or raced.
+func (r *Reconciler) repairUser(ctx context.Context, sku, userID, orderID string, action redisstock.UserRepair, marker, entry string,
+	units int64, sum *Summary, note func(sqlstore.Anomaly)) error {
+	done, err := r.Redis.RepairUser(ctx, sku, userID, orderID, action, marker, entry, units)
+	if err != nil {
+		return err
+	}
+	if !done {
+		sum.Raced++
+		return nil
+	}
+	sum.UserUnitsFixed++
+	a := sqlstore.Anomaly{OrderID: orderID, Kind: sqlstore.KindUserUnitsMissing, Expected: i64(units), Observed: i64(0),
+		Action: sqlstore.ActionUserAdded, Detail: fmt.Sprintf("user %s, marker %q", userID, marker)}
+	if action == redisstock.UserDrop {
+		a.Kind, a.Expected, a.Observed, a.Action = sqlstore.KindUserUnitsStray, i64(0), parseQty(entry), sqlstore.ActionUserDropped
+	}
+	note(a)
 	return nil
 }
