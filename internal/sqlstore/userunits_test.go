@@ -83,7 +83,8 @@ func TestDeduct_PerUserLimitUnderConcurrency(t *testing.T) {
 }
 
 // A cancel (the restore of the order's deduct) frees its units exactly once: the restore's retry and the
-// close after it give nothing more, so the user may buy the freed units again, and no more.
+// close after it give nothing more, so the user may buy the freed units again, and no more. The anomalies
+// leave the count right: a null compensation frees nothing, a hanging deduct counts nothing.
 func TestRestore_FreesAUsersUnitsOnce(t *testing.T) {
 	t.Parallel()
 	store := testenv.MustOpenStoreWith(t)
@@ -119,7 +120,19 @@ func TestRestore_FreesAUsersUnitsOnce(t *testing.T) {
 		}
 	}
 	wantUnits(t, store, "LIM", map[string]int64{"u": 2})
-	checkStock(t, store, map[string]int64{"LIM": 98})
+	// Hanging: a deduct that comes after its order's tombstone is refused before it counts anything, even
+	// once the user has room again.
+	if _, err := store.Restore(ctx, "o4", []ordersaga.Line{line("LIM", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Restore(ctx, "o6", []ordersaga.Line{line("LIM", 1)}); err != nil { // null compensation
+		t.Fatal(err)
+	}
+	if _, err := store.Deduct(ctx, deductAs("u", "o6", "LIM", 1)); !errors.Is(err, ordersaga.ErrCompensated) {
+		t.Fatalf("deduct after its tombstone: %v, want ErrCompensated", err)
+	}
+	wantUnits(t, store, "LIM", map[string]int64{"u": 1})
+	checkStock(t, store, map[string]int64{"LIM": 99})
 	checkI4(t, store)
 }
 
