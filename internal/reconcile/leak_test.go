@@ -11,15 +11,16 @@ import (
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
-// An order whose workflow is terminated while it holds stock: a run within the grace period leaves it alone,
-// the next one restores its units exactly once (DB, then Redis) and closes it; later runs find nothing.
+// An order whose workflow is terminated while it holds stock: runs before its payment deadline (plus the
+// grace period) leave it alone, the first one after restores its units exactly once (DB, then Redis) and
+// closes it EXPIRED; later runs find nothing.
 func TestReconcile_RestoresALeakedOrderExactlyOnce(t *testing.T) {
 	t.Parallel()
 	e := startEnv(t, envOptions{})
 	ctx := context.Background()
 	e.stock(t, "LEAK", 10)
 	res, err := orderclient.Place(ctx, e.c, workflows.OrderInput{OrderID: "leak-1", UserID: "u1", Currency: "CNY",
-		Lines: []ordersaga.Line{{SKU: "LEAK", Qty: 4}}, PaymentTimeout: time.Hour})
+		Lines: []ordersaga.Line{{SKU: "LEAK", Qty: 4}}, PaymentTimeout: 3 * time.Second})
 	if err != nil || res.Order.Status != ordersaga.StatusAwaitingPayment {
 		t.Fatalf("place: %+v %v", res, err)
 	}
@@ -37,9 +38,13 @@ func TestReconcile_RestoresALeakedOrderExactlyOnce(t *testing.T) {
 		t.Fatalf("stock after the reserve = %d, want 6", s)
 	}
 
-	young := e.reconcileOnce(t, time.Hour)
+	young := e.reconcileOnce(t, -1)
 	if young.LeakedOrders != 0 || stock() != 6 {
-		t.Errorf("run within the grace period touched the order: %s (stock %d)", young, stock())
+		t.Errorf("run before the payment deadline touched the order: %s (stock %d)", young, stock())
+	}
+	time.Sleep(time.Until(res.Order.PayBy.Add(100 * time.Millisecond)))
+	if graced := e.reconcileOnce(t, time.Hour); graced.LeakedOrders != 0 || stock() != 6 {
+		t.Errorf("run within the grace period after the deadline touched the order: %s (stock %d)", graced, stock())
 	}
 	first := e.reconcileOnce(t, -1)
 	if first.LeakedOrders != 1 || first.LeakedUnits != 4 || first.Repairs() != 1 {
@@ -53,8 +58,8 @@ func TestReconcile_RestoresALeakedOrderExactlyOnce(t *testing.T) {
 		t.Errorf("stock after reconciliation = %d, want 10", s)
 	}
 	rec, err := e.store.Order(ctx, "leak-1")
-	if err != nil || rec.Status != ordersaga.StatusCancelled {
-		t.Errorf("order after reconciliation: %+v %v; want CANCELLED", rec.Status, err)
+	if err != nil || rec.Status != ordersaga.StatusExpired {
+		t.Errorf("order after reconciliation: %+v %v; want EXPIRED", rec.Status, err)
 	}
 	var restores int64
 	if err := e.store.DB().Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND op = ?", "leak-1", sqlstore.OpRestore).

@@ -10,7 +10,8 @@ import (
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
-// Leaks finds unpaid open orders older than the grace period whose workflow is gone, and finishes them with
+// Leaks finds unpaid open orders whose payment deadline passed more than the grace period ago and whose
+// workflow is gone, and finishes them with
 // CloseGone: the close and the DB restore in one transaction under the order's row lock (a payment that
 // commits first wins and nothing is restored), then the Redis release. It pages by order ID, writes each
 // order's stock_anomalies rows as it closes it, and returns them too.

@@ -179,14 +179,16 @@ func TestReconcilerLeaks_APaymentCommittingMeanwhileWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	var paidErr error
+	probed := false
 	r := &reconcile.Reconciler{Store: store, Redis: rs, RunID: "run-1",
 		Probe: probeFunc(func(ctx context.Context, orderID string) (bool, string, error) {
+			probed = true
 			paidErr = store.MarkPaid(ctx, ordersaga.PaymentRecord{EventID: "e1", OrderID: orderID, AmountCents: 300, Currency: "EUR"}, payBy)
 			return true, "TERMINATED", nil
 		})}
-	sum, found, _, _, err := r.Leaks(ctx, time.Now().Add(time.Hour), "", 10, nil)
-	if err != nil || paidErr != nil {
-		t.Fatalf("Leaks: %v; MarkPaid from the probe: %v", err, paidErr)
+	sum, found, _, _, err := r.Leaks(ctx, payBy.Add(time.Hour), "", 10, nil) // past the order's deadline
+	if err != nil || paidErr != nil || !probed {
+		t.Fatalf("Leaks: %v; probed %v; MarkPaid from the probe: %v", err, probed, paidErr)
 	}
 	if sum.LeakedOrders != 0 || len(found) != 0 {
 		t.Errorf("a paid order was repaired as leaked: %s, %+v", sum, found)
@@ -231,4 +233,46 @@ func TestCloseOrder_GivesBackADeductThatStillStands(t *testing.T) {
 	}
 	checkStock(t, store, map[string]int64{"A": 10})
 	checkI4(t, store)
+}
+
+// A Temporal that does not know an open order's workflow (restored apart from the database, or pointed at
+// another namespace) must not cancel it while it may still be paid: reconciliation leaves every open order
+// alone until its payment deadline plus the grace period has passed, and only then closes it (EXPIRED) and
+// gives its units back, once.
+func TestReconcilerLeaks_NotFoundBeforeTheDeadlineIsLeftAlone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := testenv.MustOpenStoreWith(t, testenv.Item{SKU: "A", Stock: 10, Price: 100})
+	rs := testenv.MustOpenRedis(t)
+	if err := rs.SetAvailable(ctx, "A", 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Deduct(ctx, deductIn("o1", line("A", 3))); err != nil { // pay_by = payBy
+		t.Fatal(err)
+	}
+	probes := 0
+	r := &reconcile.Reconciler{Store: store, Redis: rs, RunID: "run-nf", Grace: 2 * time.Minute,
+		Probe: probeFunc(func(context.Context, string) (bool, string, error) { probes++; return true, "NOT_FOUND", nil })}
+	for _, now := range []time.Time{time.Now(), payBy.Add(-time.Second), payBy.Add(time.Minute)} {
+		sum, found, _, _, err := r.Leaks(ctx, now, "", 10, nil)
+		if err != nil || sum.LeakedOrders != 0 || len(found) != 0 {
+			t.Fatalf("Leaks at %s (deadline %s, grace 2m): %s %+v %v; want the order left alone", now, payBy, sum, found, err)
+		}
+	}
+	if probes != 0 {
+		t.Errorf("the workflow of an order within its deadline was asked about %d times, want 0", probes)
+	}
+	checkStock(t, store, map[string]int64{"A": 7})
+	sum, _, _, _, err := r.Leaks(ctx, payBy.Add(3*time.Minute), "", 10, nil)
+	if err != nil || sum.LeakedOrders != 1 || sum.LeakedUnits != 3 {
+		t.Fatalf("Leaks past the deadline and the grace: %s %v; want the order closed and its 3 units back", sum, err)
+	}
+	rec, err := store.Order(ctx, "o1")
+	if err != nil || rec.Status != ordersaga.StatusExpired {
+		t.Fatalf("order after the repair: %s, %v; want EXPIRED", rec.Status, err)
+	}
+	checkStock(t, store, map[string]int64{"A": 10})
+	if sum, _, _, _, err := r.Leaks(ctx, payBy.Add(time.Hour), "", 10, nil); err != nil || sum.LeakedOrders != 0 {
+		t.Errorf("a second run: %s %v; want nothing", sum, err)
+	}
 }

@@ -216,11 +216,14 @@ type OpenOrder struct {
 	CreatedAt time.Time
 }
 
-// OpenOrdersBefore pages through RESERVING/AWAITING_PAYMENT orders created before the cut-off, by order ID.
+// OpenOrdersBefore pages through RESERVING/AWAITING_PAYMENT orders whose payment deadline (pay_by; created_at
+// for an order without one) is before the cut-off, by order ID. An order within its deadline is never
+// returned: whatever Temporal says of its workflow (a Temporal restored apart from the database, or another
+// namespace, knows none), it may still be paid.
 func (s *Store) OpenOrdersBefore(ctx context.Context, cutoff time.Time, after string, limit int) ([]OpenOrder, error) {
 	var rows []OpenOrder
 	if err := s.db.WithContext(ctx).Raw(`SELECT order_id, pay_by, created_at FROM orders
-		WHERE status IN (?, ?) AND created_at < ? AND order_id > ? ORDER BY order_id LIMIT ?`,
+		WHERE status IN (?, ?) AND COALESCE(pay_by, created_at) < ? AND order_id > ? ORDER BY order_id LIMIT ?`,
 		string(ordersaga.StatusReserving), string(ordersaga.StatusAwaitingPayment), cutoff, after, limit).
 		Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("open orders: %w", err)
