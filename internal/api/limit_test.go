@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/api"
@@ -25,7 +26,9 @@ func (e *apiEnv) putInventory(sku string, body string) response {
 // succeed later). A cancel frees one unit exactly once: one more order of the user then succeeds, the next
 // one does not.
 func TestPerUserLimit_ThroughTheAPI(t *testing.T) {
-	e := newAPI(t)
+	// No order may expire while the test runs (under -race on a loaded machine 200 placements can take longer
+	// than a minute): an expired order frees its units, and a later request would rightly get them.
+	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout = time.Hour })
 	const sku = "LIM-API"
 	r := e.putInventory(sku, `{"stock":1000,"price_cents":500,"per_user_limit":2}`)
 	var inv api.InventoryBody
