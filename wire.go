@@ -29,9 +29,18 @@ type InventoryBody struct {
 	// RedisAvailable is null when the SKU is not loaded in Redis; Drift is null then too (there is nothing
 	// to compare, and a missing counter is never read as 0).
 	RedisAvailable *int64 `json:"redis_available"`
-	Holds          int64  `json:"holds"`
-	PriceCents     int64  `json:"price_cents"`
+	// Holds is null while Redis cannot be reached (the view is then the database's alone); HeldUnits reads it.
+	Holds      *int64 `json:"holds"`
+	PriceCents int64  `json:"price_cents"`
 	// PerUserLimit is the units of the SKU one user may hold or buy (0: no limit).
 	PerUserLimit int64  `json:"per_user_limit"`
 	Drift        *int64 `json:"drift"`
+}
+
+// HeldUnits is Holds, 0 when null (Redis unreachable: nothing is known to be held).
+func (b InventoryBody) HeldUnits() int64 {
+	if b.Holds == nil {
+		return 0
+	}
+	return *b.Holds
 }

@@ -19,16 +19,17 @@ func (s *stack) startAPI(ctx context.Context, rs *redisstock.Store) error {
 	}
 	logger := s.log.With("component", "api")
 	h := api.NewServer(api.Deps{
-		Logger:         logger,
-		Temporal:       s.client,
-		Store:          s.store,
-		Redis:          rs,
-		Registry:       s.registry,
-		Currency:       cfg.Currency,
-		PaymentTimeout: cfg.PaymentTimeout,
-		Retention:      cfg.IdempotencyRetention,
-		WebhookSecrets: cfg.PaymentWebhookSecrets,
-		AdminToken:     cfg.AdminToken,
+		Logger:            logger,
+		Temporal:          s.client,
+		Store:             s.store,
+		Redis:             rs,
+		Registry:          s.registry,
+		Currency:          cfg.Currency,
+		PaymentTimeout:    cfg.PaymentTimeout,
+		Retention:         cfg.IdempotencyRetention,
+		RedisDownFallback: cfg.ReserveDBFallback,
+		WebhookSecrets:    cfg.PaymentWebhookSecrets,
+		AdminToken:        cfg.AdminToken,
 	})
 	// Serve stops when its context is done; stop cancels it, after which Serve drains what is in flight.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

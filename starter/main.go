@@ -80,16 +80,17 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	logger.Info("order API listening", "addr", ln.Addr().String(), "namespace", cfg.TemporalNamespace,
 		"temporal", cfg.TemporalAddress, "db", store.Dialect(), "payment_timeout", cfg.PaymentTimeout.String())
 	handler := api.NewServer(api.Deps{
-		Logger:         logger,
-		Temporal:       c,
-		Store:          store,
-		Redis:          redisStock,
-		Registry:       reg,
-		Currency:       cfg.Currency,
-		PaymentTimeout: cfg.PaymentTimeout,
-		Retention:      cfg.IdempotencyRetention,
-		WebhookSecrets: cfg.PaymentWebhookSecrets,
-		AdminToken:     cfg.AdminToken,
+		Logger:            logger,
+		Temporal:          c,
+		Store:             store,
+		Redis:             redisStock,
+		Registry:          reg,
+		Currency:          cfg.Currency,
+		PaymentTimeout:    cfg.PaymentTimeout,
+		Retention:         cfg.IdempotencyRetention,
+		RedisDownFallback: cfg.ReserveDBFallback,
+		WebhookSecrets:    cfg.PaymentWebhookSecrets,
+		AdminToken:        cfg.AdminToken,
 	})
 	// The background work (the markers' backfill) stops with the process, and the process waits for it.
 	stopped := make(chan error, 1)

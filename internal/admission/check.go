@@ -308,3 +308,8 @@ func (r *Gate) FinishClaimsBackfill(ctx context.Context, token string) (bool, er
 	}
 	return n == 1, nil
 }
+
+// Unreachable reports whether an error of the Gate's calls says Redis could not be reached: a connection
+// refused, reset or timed out, Redis loading its data (redisstock.ConnectionFailed). A busy pool, the caller's
+// deadline and Redis's own answers are not.
+func Unreachable(err error) bool { return redisstock.ConnectionFailed(err) }

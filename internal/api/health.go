@@ -26,7 +26,8 @@ func handleHealthz() http.Handler {
 }
 
 // handleReadyz is GET /readyz: Temporal, Redis and the database answer (checked in parallel). It is
-// unauthenticated, so a failed check is named and nothing more; its error is logged.
+// unauthenticated, so a failed check is named and nothing more; its error is logged. Redis alone unreachable
+// while orders are placed without it (RedisDownFallback) is 200 "degraded".
 func (s *server) handleReadyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checks := map[string]func(context.Context) error{
@@ -62,6 +63,12 @@ func (s *server) handleReadyz() http.Handler {
 			})
 		}
 		wg.Wait()
+		if len(failed) == 1 && failed[0] == "redis" && s.RedisDownFallback {
+			// Orders are placed through the database alone: a load balancer must keep this process.
+			s.Logger.Warn("degraded: redis unreachable, orders placed through the database alone", errs...)
+			writeJSON(w, http.StatusOK, map[string]any{"status": "degraded", "checks": result})
+			return
+		}
 		if len(failed) > 0 {
 			sort.Strings(failed)
 			s.Logger.Warn("not ready", append([]any{"failed", failed}, errs...)...)

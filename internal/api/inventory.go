@@ -19,10 +19,14 @@ import (
 type InventoryBody = ordersaga.InventoryBody
 
 func inventoryBody(v reconcile.StockView) InventoryBody {
-	return InventoryBody{
-		SKU: v.SKU, DBStock: v.DBStock, RedisAvailable: v.RedisAvailable, Holds: v.Holds,
+	b := InventoryBody{
+		SKU: v.SKU, DBStock: v.DBStock, RedisAvailable: v.RedisAvailable,
 		PriceCents: v.PriceCents, PerUserLimit: v.PerUserLimit, Drift: v.Drift(),
 	}
+	if !v.RedisDown {
+		b.Holds = &v.Holds // null while Redis is unreachable
+	}
+	return b
 }
 
 // inventoryRequest is the body of PUT /v1/inventory/{sku}; stock and price_cents are required,

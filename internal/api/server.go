@@ -43,6 +43,9 @@ type Deps struct {
 	PaymentTimeout time.Duration
 	// Retention is how long an Idempotency-Key is remembered (IDEMPOTENCY_RETENTION; 0 = 24h).
 	Retention time.Duration
+	// RedisDownFallback places orders through the database alone while Redis is unreachable
+	// (RESERVE_DB_FALLBACK; the processes set it from the configuration): false answers 503 then.
+	RedisDownFallback bool
 	// WebhookSecrets verify Payment-Signature (PAYMENT_WEBHOOK_SECRET); AdminToken guards the inventory
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
 	WebhookSecrets []string
@@ -97,7 +100,7 @@ func NewServer(d Deps) *Server {
 	s.placement = placement.New(placement.Config{
 		Logger: d.Logger, Temporal: d.Temporal, Store: d.Store, Stock: d.Gate,
 		Currency: d.Currency, PaymentTimeout: d.PaymentTimeout, PlaceTimeout: d.PlaceTimeout,
-		Retention: d.Retention, KeepAs: keepAs, Places: s.metrics.places,
+		Retention: d.Retention, KeepAs: keepAs, Places: s.metrics.places, RedisDownFallback: d.RedisDownFallback,
 	})
 	s.placement.Backfill()
 	mux := http.NewServeMux()

@@ -16,13 +16,21 @@ const backfillTimeout = 10 * time.Minute
 
 // checkOrder is the sold-out fast path's one Redis round trip (Stock.CheckOrder). While the idempotency
 // markers are not ready (a fresh or wiped Redis) it starts their backfill, and the request takes the slow
-// path meanwhile.
+// path meanwhile; while the markers' fence is up (keys claimed while Redis was unreachable may lack their
+// markers) the markers count as not ready too, and it starts their re-marking.
 func (s *Service) checkOrder(ctx context.Context, marker, userID string, lines []ordersaga.Line) (fastCheck, error) {
 	c, err := s.cfg.Stock.CheckOrder(ctx, marker, userID, lines)
-	if err == nil && !c.Ready {
+	if err != nil {
+		return c, err
+	}
+	if !c.Ready {
 		s.Backfill()
 	}
-	return c, err
+	if s.fenced(ctx) {
+		c.Ready = false
+		s.lowerFence()
+	}
+	return c, nil
 }
 
 // Backfill starts the backfill of the idempotency markers from the database in the background, unless one
@@ -32,40 +40,57 @@ func (s *Service) Backfill() {
 	if !s.filling.CompareAndSwap(false, true) {
 		return
 	}
-	s.bgMu.Lock()
-	if s.bg.Err() != nil {
-		s.bgMu.Unlock()
-		s.filling.Store(false)
-		return
-	}
-	s.bgWork.Add(1)
-	s.bgMu.Unlock()
-	go func() {
-		defer s.bgWork.Done()
+	if !s.goBackground(func(ctx context.Context) {
 		defer s.filling.Store(false)
-		ctx, cancel := context.WithTimeout(s.bg, backfillTimeout)
-		defer cancel()
-		if err := s.fillClaims(ctx); err != nil {
-			if s.bg.Err() != nil {
-				return // stopped by Run
-			}
+		if err := s.fillClaims(ctx); err != nil && s.bg.Err() == nil {
 			s.cfg.Logger.Warn("sold-out fast path stays off: backfill of the idempotency markers failed; the next order request retries", "error", err)
 		}
-	}()
+	}) {
+		s.filling.Store(false)
+	}
 }
 
-// fillClaims marks every key of idempotency_keys within the retention in Redis (the row's nonce, the TTL its
-// life has left), then declares the markers ready if Redis kept its
-// data meanwhile (Stock.FinishClaimsBackfill).
+// goBackground runs fn in the background under the service's background context (bounded by
+// backfillTimeout), unless Run has stopped the service: then it returns false and fn does not run.
+func (s *Service) goBackground(fn func(ctx context.Context)) bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bg.Err() != nil {
+		return false
+	}
+	s.bgWork.Add(1)
+	go func() {
+		defer s.bgWork.Done()
+		ctx, cancel := context.WithTimeout(s.bg, backfillTimeout)
+		defer cancel()
+		fn(ctx)
+	}()
+	return true
+}
+
+// fillClaims marks every key of idempotency_keys within the retention in Redis (markAll), unless the markers
+// are ready.
 func (s *Service) fillClaims(ctx context.Context) error {
-	rs := s.cfg.Stock
-	if ready, err := rs.ClaimsReady(ctx); err != nil || ready {
+	if ready, err := s.cfg.Stock.ClaimsReady(ctx); err != nil || ready {
 		return err
 	}
 	start := time.Now()
-	token, err := rs.BeginClaimsBackfill(ctx)
+	marked, err := s.markAll(ctx)
 	if err != nil {
 		return err
+	}
+	s.cfg.Logger.Info("sold-out fast path on: idempotency markers backfilled", "keys", marked, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// markAll marks every key of idempotency_keys within the retention in Redis (the row's nonce, the TTL its life
+// has left), then declares the markers ready if Redis kept its data meanwhile and no other backfill began
+// (Stock.FinishClaimsBackfill). It returns how many keys it marked.
+func (s *Service) markAll(ctx context.Context) (int, error) {
+	rs := s.cfg.Stock
+	token, err := rs.BeginClaimsBackfill(ctx)
+	if err != nil {
+		return 0, err
 	}
 	var after int64
 	marked := 0
@@ -73,7 +98,7 @@ func (s *Service) fillClaims(ctx context.Context) error {
 		// Expired rows are skipped: placement treats them as absent, and the cleanup deletes them.
 		refs, err := s.cfg.Store.IdempotencyKeysAfter(ctx, after, claimsPage, s.cfg.Retention)
 		if err != nil {
-			return err
+			return marked, err
 		}
 		if len(refs) == 0 {
 			break
@@ -83,18 +108,17 @@ func (s *Service) fillClaims(ctx context.Context) error {
 			markers[i] = s.markerOf(r.UserID, r.Key, r.Nonce, r.Age, false) // never over a life written since the read
 		}
 		if err := rs.MarkClaimed(ctx, markers...); err != nil {
-			return err
+			return marked, err
 		}
 		after = refs[len(refs)-1].ID
 		marked += len(refs)
 	}
 	ok, err := rs.FinishClaimsBackfill(ctx, token)
 	if err != nil {
-		return err
+		return marked, err
 	}
 	if !ok {
-		return fmt.Errorf("redis lost its data or another backfill began during this one (%d keys marked)", marked)
+		return marked, fmt.Errorf("redis lost its data or another backfill began during this one (%d keys marked)", marked)
 	}
-	s.cfg.Logger.Info("sold-out fast path on: idempotency markers backfilled", "keys", marked, "took", time.Since(start).Round(time.Millisecond))
-	return nil
+	return marked, nil
 }

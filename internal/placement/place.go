@@ -36,6 +36,9 @@ type placement struct {
 	stock       Stock
 	req         Request // canonical
 	fingerprint string
+	// redisDown: a Redis call found Redis unreachable and the database-only path is on; the placement
+	// calls Redis no more.
+	redisDown bool
 }
 
 func (p *placement) run(ctx context.Context) (Outcome, error) {
@@ -51,7 +54,13 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	marker := MarkerName(p.req.UserID, p.req.Key)
 	fast, err := p.s.checkOrder(ctx, marker, p.req.UserID, p.req.Lines)
 	if err != nil {
-		return unavailable(serviceRedis, err), nil
+		if !p.s.placesWithoutRedis(err) {
+			return unavailable(serviceRedis, err), nil
+		}
+		// Redis is unreachable and the database-only path is on: no fast path, no admission gate and no
+		// marker; the order's reserve goes to the database alone (the worker's fallback), and the markers'
+		// fence keeps every process off the fast path until this key's marker is written.
+		p.redisDown = true
 	}
 	if fast.Refuse() {
 		return fastRefusal(fast), nil
@@ -70,6 +79,8 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	if fast.Ready && !fast.Claimed {
 		sku, err := p.admit(ctx, &adm)
 		switch {
+		case err != nil && p.s.placesWithoutRedis(err):
+			p.redisDown = true
 		case err != nil:
 			return unavailable(serviceRedis, err), nil
 		case sku != "":
@@ -90,8 +101,15 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	// markers are not ready. The writer of a new life sets it over any earlier life's (its nonce, a fresh
 	// TTL); another request sets it only where Redis has none (one that expired, or one its writer has not set
 	// yet), never over a newer life's.
-	if fresh || !fast.Claimed {
-		if err := p.stock.MarkClaimed(ctx, p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, rec.Age, fresh)); err != nil {
+	marked := !fresh && fast.Claimed
+	if !marked && !p.redisDown {
+		err := p.stock.MarkClaimed(ctx, p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, rec.Age, fresh))
+		switch {
+		case err == nil:
+			marked = true
+		case p.s.placesWithoutRedis(err):
+			p.redisDown = true
+		default:
 			return unavailable(serviceRedis, err), nil
 		}
 	}
@@ -111,9 +129,12 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 
 	// The fast path may only refuse. It answers only while no request has started this generation's
 	// workflow: one that has is deciding, and every request with the key answers as it does.
-	if !rec.Started {
+	if !rec.Started && !p.redisDown {
 		again, err := p.stock.CheckOrder(ctx, marker, p.req.UserID, p.req.Lines)
-		if err != nil {
+		switch {
+		case err != nil && p.s.placesWithoutRedis(err):
+			p.redisDown = true
+		case err != nil:
 			return unavailable(serviceRedis, err), nil
 		}
 		if again.SoldOutSKU != "" || again.Limit != nil {
@@ -129,11 +150,12 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		// Another request started the order meanwhile: this one attaches to it and needs no units.
 		adm.Done(context.WithoutCancel(ctx))
 		adm = nil
-	case !rec.Started && adm == nil:
+	case !rec.Started && adm == nil && !p.redisDown:
 		sku, err := p.admit(ctx, &adm)
-		if err != nil {
+		if err != nil && !p.s.placesWithoutRedis(err) {
 			return unavailable(serviceRedis, err), nil
 		}
+		p.redisDown = p.redisDown || err != nil
 		if sku != "" {
 			// Refused by the units of other requests, which may include the one that started this key's
 			// order since rec was read.
@@ -142,6 +164,13 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 				return out, nil
 			}
 			rec = cur
+		}
+	}
+	if !marked {
+		// The key has a row and no marker: raise the fence before its order starts, so that no process
+		// answers a retry of it from the fast path.
+		if err := p.s.raiseFence(ctx); err != nil {
+			return unavailable(serviceDatabase, err), nil
 		}
 	}
 	if err := p.store.MarkIdempotencyStarted(ctx, p.req.UserID, p.req.Key, rec.OrderID); err != nil {

@@ -49,6 +49,10 @@ type Config struct {
 	Retention time.Duration
 	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
 	Places Counter
+	// RedisDownFallback places orders through the database alone while Redis is unreachable
+	// (RESERVE_DB_FALLBACK): no fast path, no admission gate, the reserve's database-only path in the worker,
+	// and the markers' fence until the keys claimed meanwhile are marked. Off: such a request is Unavailable.
+	RedisDownFallback bool
 }
 
 // Service places orders (Place) and runs their background work (Run).
@@ -65,6 +69,9 @@ type Service struct {
 	stopBG context.CancelFunc
 	bgMu   sync.Mutex // orders a start of background work before Run's stop, or after it (none starts)
 	bgWork sync.WaitGroup
+	// fence is this process's copy of the markers' fence; fenceReads shares one read among concurrent requests.
+	fence      fenceState
+	fenceReads singleflight.Group
 }
 
 // New returns the service. It starts nothing: the markers' backfill starts with Backfill, or when a

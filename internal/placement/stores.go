@@ -38,7 +38,14 @@ type Store interface {
 	KeepIdempotentAnswer(ctx context.Context, userID, key, orderID string, status int, body []byte) (sqlstore.IdempotencyRecord, bool, error)
 	NextIdempotencyGeneration(ctx context.Context, userID, key, orderID, nextOrderID string) error
 	IdempotencyKeysAfter(ctx context.Context, afterID int64, limit int, retention time.Duration) ([]sqlstore.IdempotencyKeyRef, error)
+	ReadMarkerFence(ctx context.Context) (sqlstore.MarkerFence, error)
+	RaiseMarkerFence(ctx context.Context) (sqlstore.MarkerFence, error)
+	LowerMarkerFence(ctx context.Context, gen int64) (bool, error)
 }
+
+// redisUnreachable reports whether a Redis call's error says Redis could not be reached
+// (admission.Unreachable): not a busy pool, not the caller's deadline, not Redis's answer.
+func redisUnreachable(err error) bool { return admission.Unreachable(err) }
 
 // Stock is what the service needs of the Redis stock store (admission.Gate: the Redis of the stock store): the sold-out fast path's
 // check, the idempotency markers and their backfill, and the admission gate.

@@ -24,6 +24,8 @@ type StockView struct {
 	RedisAvailable *int64
 	// Holds is the units held in Redis and not yet confirmed by the DB deduct.
 	Holds int64
+	// RedisDown: Redis could not be reached; the view is the database's alone (RedisAvailable nil, Holds 0).
+	RedisDown bool
 }
 
 // Drift is RedisAvailable − (DBStock − Holds): 0 when Redis and the database agree, nil when not loaded.
@@ -120,16 +122,22 @@ func loadAvail(ctx context.Context, rs *redisstock.Store, store *sqlstore.Store,
 	}
 }
 
-// ReadStock reads a SKU from the database and Redis; ordersaga.ErrNotFound when the SKU does not exist.
+// ReadStock reads a SKU from the database and Redis; ordersaga.ErrNotFound when the SKU does not exist. While
+// Redis cannot be reached the view is the database's alone (RedisDown).
 func ReadStock(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, sku string) (StockView, error) {
 	inv, err := store.Inventory(ctx, sku)
 	if err != nil {
 		return StockView{}, err
 	}
+	v := StockView{SKU: inv.SKU, DBStock: inv.Stock, PriceCents: inv.PriceCents, PerUserLimit: inv.PerUserLimit}
 	avail, held, err := rs.AvailAndHeld(ctx, sku)
-	if err != nil {
+	switch {
+	case err != nil && redisstock.ConnectionFailed(err):
+		v.RedisDown = true // the database's view alone: Redis's side is unknown, not 0
+	case err != nil:
 		return StockView{}, err
+	default:
+		v.RedisAvailable, v.Holds = avail, held
 	}
-	return StockView{SKU: inv.SKU, DBStock: inv.Stock, PriceCents: inv.PriceCents, PerUserLimit: inv.PerUserLimit,
-		RedisAvailable: avail, Holds: held}, nil
+	return v, nil
 }

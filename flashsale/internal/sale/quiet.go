@@ -120,12 +120,12 @@ func (r *Runner) pollInventory(ctx context.Context) (string, int64) {
 		if err != nil {
 			return "", -1
 		}
-		total += inv.Holds
+		total += inv.HeldUnits()
 		avail := "nil"
 		if inv.RedisAvailable != nil {
 			avail = strconv.FormatInt(*inv.RedisAvailable, 10)
 		}
-		fmt.Fprintf(&b, "%s:%d/%s/%d ", sku, inv.DBStock, avail, inv.Holds)
+		fmt.Fprintf(&b, "%s:%d/%s/%d ", sku, inv.DBStock, avail, inv.HeldUnits())
 	}
 	return b.String(), total
 }
@@ -141,7 +141,7 @@ func (r *Runner) sample(ctx context.Context) {
 			if err != nil {
 				continue
 			}
-			p := StockPoint{T: r.opts.Now().Sub(r.stats.start).Seconds(), DBStock: inv.DBStock, RedisAvailable: inv.RedisAvailable, Holds: inv.Holds}
+			p := StockPoint{T: r.opts.Now().Sub(r.stats.start).Seconds(), DBStock: inv.DBStock, RedisAvailable: inv.RedisAvailable, Holds: inv.HeldUnits()}
 			r.mu.Lock()
 			r.samples[sku] = append(r.samples[sku], p)
 			r.mu.Unlock()

@@ -32,7 +32,7 @@ func sampleReport(t testing.TB) *Report {
 	st.Record(OutError, 3*time.Second)
 	st.Error("http_503", `{"type":"about:blank"}`)
 	snap := cleanSnapshot()
-	snap.SKUs[0].API.Holds = 1 // something to show among the findings
+	snap.SKUs[0].API.Holds = ptr[int64](1) // something to show among the findings
 	v := Check(snap)
 	rep := &Report{
 		Tool: "ordersaga flashsale", RunID: cfg.RunID, Params: cfg.Params(), SKUs: cfg.SKUNames(), Snapshot: snap, OfferedRate: 100,

@@ -384,17 +384,17 @@ func checkAPI(j *judge, s Snapshot) {
 			continue
 		}
 		avail := *inv.RedisAvailable
-		if n := inv.DBStock - inv.Holds - avail; n > 0 {
+		if n := inv.DBStock - inv.HeldUnits() - avail; n > 0 {
 			j.bad(Finding{Check: CheckLost, Source: SourceAPI, SKU: sku.SKU, N: n,
-				Detail: fmt.Sprintf("redis_available %d < db_stock %d − holds %d: Redis will not sell units the database has", avail, inv.DBStock, inv.Holds)})
+				Detail: fmt.Sprintf("redis_available %d < db_stock %d − holds %d: Redis will not sell units the database has", avail, inv.DBStock, inv.HeldUnits())})
 		}
-		if inv.Holds > 0 {
-			j.bad(Finding{Check: CheckLost, Source: SourceAPI, SKU: sku.SKU, N: inv.Holds,
-				Detail: fmt.Sprintf("%d units still held in Redis after the wait (leaked holds)", inv.Holds)})
+		if inv.HeldUnits() > 0 {
+			j.bad(Finding{Check: CheckLost, Source: SourceAPI, SKU: sku.SKU, N: inv.HeldUnits(),
+				Detail: fmt.Sprintf("%d units still held in Redis after the wait (leaked holds)", inv.HeldUnits())})
 		}
-		if n := avail - (inv.DBStock - inv.Holds); n > 0 {
+		if n := avail - (inv.DBStock - inv.HeldUnits()); n > 0 {
 			j.bad(Finding{Check: CheckCacheDrift, Source: SourceAPI, SKU: sku.SKU, N: n,
-				Detail: fmt.Sprintf("redis_available %d > db_stock %d − holds %d (I3)", avail, inv.DBStock, inv.Holds)})
+				Detail: fmt.Sprintf("redis_available %d > db_stock %d − holds %d (I3)", avail, inv.DBStock, inv.HeldUnits())})
 		}
 	}
 

@@ -131,7 +131,7 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 		{
 			name: "lost unit: a leaked Redis hold",
 			doctor: func(s *Snapshot) {
-				s.SKUs[0].API.RedisAvailable, s.SKUs[0].API.Holds = ptr[int64](7), 1
+				s.SKUs[0].API.RedisAvailable, s.SKUs[0].API.Holds = ptr[int64](7), ptr[int64](1)
 				s.Quiet = false
 			},
 			check: CheckLost, want: map[string]int64{SourceAPI: 1},
