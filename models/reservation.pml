@@ -22,6 +22,14 @@
 #ifndef N
 #define N 2            /* orders */
 #endif
+#ifdef LIMIT
+#ifndef L
+#define L 1            /* -DLIMIT: the SKU's per-user limit; every order belongs to the same user */
+#endif
+#ifndef INIT
+#define INIT 2         /* -DLIMIT: more stock than the limit, so that the limit (not the stock) binds */
+#endif
+#endif
 #ifndef INIT
 #define INIT 1         /* units of the SKU loaded into the database and Redis */
 #endif
@@ -56,6 +64,7 @@ mtype = { RNONE, RTOMB, RQTY };
 #define TOMBSTONE   7
 #define KEPT        8
 #define DBONLY      9
+#define OVER        10   /* reserve.lua {6, held, limit}; Store.Deduct's LimitExceededError */
 /* repair_avail.lua codes and modes, repair_hold.lua actions */
 #define C_INLINE    1
 #define C_ALREADY   2
@@ -68,6 +77,8 @@ mtype = { RNONE, RTOMB, RQTY };
 #define A_READD     2
 #define A_RELEASE   3
 #define A_CONFIRM   4
+#define U_ADD       1    /* repair_user.lua actions */
+#define U_DROP      2
 
 /* ---- Redis (lost by a restart) ---- */
 bool  loaded = true;     /* inv:{SKU}:avail exists */
@@ -75,6 +86,10 @@ short avail = INIT;      /* inv:{SKU}:avail */
 byte  hold[N];           /* inv:{SKU}:holds: order -> units (0 = no field) */
 mtype mk[N];             /* inv:{SKU}:o:{ORDER} */
 byte  ver;               /* inv:{SKU}:ver (0 = missing) */
+#ifdef LIMIT
+bool  limset = true;     /* inv:{SKU}:limit exists (= L: the database's per_user_limit, never changed here) */
+byte  uh[N];             /* inv:{SKU}:u:{USER}: order -> units (0 = no field); the one user of every order */
+#endif
 
 /* ---- database ---- */
 short stock = INIT;      /* inventory.stock */
@@ -84,6 +99,9 @@ mtype rst[N];            /* stock_ledger RESTORE row */
 byte  rst_id[N];
 byte  lid;               /* the last ledger id handed out */
 mtype st[N];             /* orders.status */
+#ifdef LIMIT
+byte  uu;                /* user_units.units of (SKU, the user) */
+#endif
 byte  paid_ev[N];        /* orders.payment_event_id (the life that paid) */
 
 /* ---- the world ---- */
@@ -104,6 +122,9 @@ bool helped;                 /* a workflow died, Redis restarted or the reconcil
 bool a_death;                /* a workflow died */
 bool fellback;               /* a reserve went to the database alone */
 bool hold_released;          /* the reconciler ended a hold (repair_hold.lua release: the counter is set later) */
+#ifdef LIMIT
+bool user_fixed;             /* the reconciler wrote the user's count (repair_user.lua) */
+#endif
 
 /* (arithmetic on booleans, not "c -> a : b", so that the macros can stand in LTL formulas) */
 #define STANDING(o)   (ded[o] && rst[o] != RQTY)
@@ -126,6 +147,27 @@ bool hold_released;          /* the reconciler ended a hold (repair_hold.lua rel
 #error "N must be 2 or 3"
 #endif
 
+#ifdef LIMIT
+#define UH(o)         (uh[o])
+#define STAND_UNITS(o) (STANDING(o) * q[o])
+#define USER_IN_LINE(o) (uh[o] == STAND_UNITS(o))
+#define NOT_RELEASED(o) (uh[o] == 0 || (mk[o] != R && mk[o] != T))
+/* U1: the database's count of the user never passes the limit and is always the units of the user's orders
+ * whose deduct stands (sqlstore/userunits.go: what LedgerUserUnits computes from the ledger) */
+#define UDB_OK    (uu <= L && uu == SUM(STAND_UNITS))
+/* U2: Redis's count never lets the user hold more than the limit (reserve.lua checks it in the same script as
+ * the hold). Not after a data loss nor a database-only reservation: Redis then does not know a deduct the
+ * database counts, reserve.lua lets the user hold beside it, and reconciliation puts the deduct back in the
+ * count (repair_user.lua add) before the database refuses the second deduct; the database (U1) is the guard. */
+#define UREDIS_OK (lost || fellback || SUM(UH) <= L)
+/* U3: a released order is never left in the user's count (release.lua takes it off with the release or the
+ * tombstone), unless the reconciler ended its hold (repair_hold.lua 'release' leaves the count to fixUserUnits) */
+#define UREL_OK   (hold_released || ALL(NOT_RELEASED))
+#define USER_OK   (UDB_OK && UREDIS_OK && UREL_OK)
+#else
+#define USER_OK   true
+#endif
+
 /* I1/I2: the database never below 0, never more sold than loaded, the ledger accounts for every unit */
 #define DB_OK   (stock >= 0 && stock <= INIT && INIT - stock == SUM(NET) && SUM(OPEN_UNITS) <= INIT)
 /* I3: Redis never promises more than the database holds once holds are counted (not across a data loss:
@@ -135,11 +177,21 @@ bool hold_released;          /* the reconciler ended a hold (repair_hold.lua rel
 #define ONCE_OK ALL(ONCE)
 /* a PAID order is never restored, and an order is never paid once restored */
 #define PAID_OK ALL(NOPAIDRST)
-#define SAFE    (DB_OK && I3_OK && ONCE_OK && PAID_OK)
+#define SAFE    (DB_OK && I3_OK && ONCE_OK && PAID_OK && USER_OK)
 /* quiet, after the final reconciliation: every unit sold (PAID) or back on both sides, no hold left */
+#ifdef LIMIT
+/* U4: and the user's count in Redis is exactly the orders whose deduct stands (the paid ones), as the database's */
+#define SETTLED (loaded && avail == stock && ALL(NOHOLD) && ALL(SOLDKEPT) && stock + SUM(PAID_UNITS) == INIT && \
+                 limset && ALL(USER_IN_LINE) && uu == SUM(PAID_UNITS))
+#else
 #define SETTLED (loaded && avail == stock && ALL(NOHOLD) && ALL(SOLDKEPT) && stock + SUM(PAID_UNITS) == INIT)
+#endif
 /* quiet, nobody helped (no death, no restart, no reconciler write): the protocol alone is back in line */
+#ifdef LIMIT
+#define SELF_OK (loaded && avail == stock && ALL(SELFHOLD) && ALL(SOLDKEPT) && ALL(USER_IN_LINE))
+#else
 #define SELF_OK (loaded && avail == stock && ALL(SELFHOLD) && ALL(SOLDKEPT))
+#endif
 /* quiet, no workflow died: Redis never promises less than the database holds, once the units of holds that
  * no deduct took are counted (an order's release gives back exactly what the counter counted for it: an open
  * order's standing deduct is counted iff it has a marker). Not after a hold the reconciler ended (its units come
@@ -149,16 +201,29 @@ bool hold_released;          /* the reconciler ended a hold (repair_hold.lua rel
 
 /* =========================== Redis scripts (activities/lua) =========================== */
 
-/* activities/lua/reserve.lua (RedisStock.Reserve, activities/redis.go) */
+#ifdef LIMIT
+/* reserve.lua: the user's units (HVALS of inv:{SKU}:u:{USER}) plus this order's would pass the limit */
+#define OVERLIM(o) (limset && SUM(UH) + q[o] > L)
+#else
+#define OVERLIM(o) false
+#endif
+
+/* activities/lua/reserve.lua (RedisStock.Reserve, activities/redis.go); with -DLIMIT the per-user count:
+ * internal/redisstock/lua/reserve.lua KEYS[5], KEYS[6] (internal/redisstock/store.go Store.Reserve) */
 inline reserve_lua(o, res) {
+#if defined(BUG_STOCK_FIRST) || defined(BUG_LIMIT_BEFORE_MARKER)
+  if
 #ifdef BUG_STOCK_FIRST
   /* broken: the stock is checked before the marker */
-  if
   :: loaded && avail < q[o] -> res = SOLDOUT
+#else
+  /* broken: the user's count is checked before the marker (a retry counts its own first attempt) */
+  :: loaded && OVERLIM(o) -> res = OVER
+#endif
   :: else -> skip
   fi;
   if
-  :: res == SOLDOUT -> skip
+  :: res == SOLDOUT || res == OVER -> skip
   ::
 #else
   if
@@ -175,13 +240,23 @@ inline reserve_lua(o, res) {
 #endif
      if
      :: !loaded -> res = NOTLOADED
+#ifdef LIMIT
+     :: loaded && OVERLIM(o) -> res = OVER                 /* {6, held, limit}: after the marker, before the stock */
+     :: loaded && !OVERLIM(o) && avail < q[o] -> res = SOLDOUT
+     :: else -> avail = avail - q[o]; hold[o] = q[o]; mk[o] = H;
+                if :: limset -> uh[o] = q[o] :: else -> skip fi;   /* HSET KEYS[6] (counted) */
+                ver++; res = OK
+#else
      :: loaded && avail < q[o] -> res = SOLDOUT
      :: else -> avail = avail - q[o]; hold[o] = q[o]; mk[o] = H; ver++; res = OK
+#endif
      fi
   fi
   fi;
-  /* design.md, duplicate: answers as the first did (a reserve that landed is never told "sold out") */
-  assert(res != SOLDOUT || (mk[o] != H && mk[o] != C))
+  /* design.md, duplicate: answers as the first did (a reserve that landed is never told "sold out", nor
+   * that the user is over the limit) */
+  assert(res != SOLDOUT || (mk[o] != H && mk[o] != C));
+  assert(res != OVER || (mk[o] != H && mk[o] != C))
 }
 
 /* activities/lua/confirm.lua (RedisStock.Confirm via Activities.ConfirmLines) */
@@ -192,6 +267,19 @@ inline confirm_lua(o) {
   fi
 }
 
+/* release.lua takes the order off the user's count (HDEL KEYS[6]) with a release or a tombstone; 'sold' keeps it */
+#ifdef LIMIT
+#define UNCOUNT(o) uh[o] = 0
+#ifdef BUG_RELEASE_KEEPS_USER
+#define UNCOUNT_GIVEN(o) skip                              /* broken: the units go back, the user's count keeps them */
+#else
+#define UNCOUNT_GIVEN(o) uh[o] = 0
+#endif
+#else
+#define UNCOUNT(o) skip
+#define UNCOUNT_GIVEN(o) skip
+#endif
+
 /* activities/lua/release.lua (RedisStock.Release / ReleaseUnsold via Activities.ReleaseLine); sold = 'sold' mode */
 inline release_lua(o, sold, res) {
   if
@@ -200,7 +288,7 @@ inline release_lua(o, sold, res) {
 #elif defined(BUG_TOMBSTONE_NO_VER)
   :: mk[o] == NONE -> mk[o] = T; res = TOMBSTONE        /* broken: a repair from an older snapshot passes */
 #else
-  :: mk[o] == NONE -> mk[o] = T; ver++; res = TOMBSTONE   /* SET T EX ttl, INCR ver */
+  :: mk[o] == NONE -> mk[o] = T; UNCOUNT(o); ver++; res = TOMBSTONE   /* SET T EX ttl, HDEL KEYS[6], INCR ver */
 #endif
   :: mk[o] == R || mk[o] == T -> res = DUP
   :: mk[o] == C && sold -> res = KEPT
@@ -212,7 +300,7 @@ inline release_lua(o, sold, res) {
      :: loaded -> avail = avail + q[o]
      :: else -> skip                                 /* the SKU is reloaded from the database instead */
      fi;
-     hold[o] = 0; mk[o] = R; ver++; res = OK
+     hold[o] = 0; mk[o] = R; UNCOUNT_GIVEN(o); ver++; res = OK   /* HDEL holds, HDEL KEYS[6], SET R */
   fi
 }
 
@@ -239,6 +327,30 @@ inline repair_hold_lua(o, action, mseen, hseen, rdone) {
   fi;
   if :: rdone -> helped = true :: else -> skip fi
 }
+
+#ifdef LIMIT
+/* internal/redisstock/lua/repair_user.lua (internal/redisstock/users.go Store.RepairUser): add or drop the
+ * order's entry in the user's count, only if the marker and the entry are still as reconciliation saw them */
+inline repair_user_lua(o, action, mseen, eseen, rdone) {
+  if
+  :: mk[o] != mseen || uh[o] != eseen -> rdone = false     /* 4 raced */
+  :: else ->
+     if
+     :: action == U_ADD ->
+        if
+        :: uh[o] != 0 || mk[o] == R || mk[o] == T -> rdone = false
+        :: else -> uh[o] = q[o]; ver++; rdone = true        /* HSET KEYS[6] order units, INCR ver */
+        fi
+     :: action == U_DROP ->
+        if
+        :: uh[o] == 0 || mk[o] == H -> rdone = false
+        :: else -> uh[o] = 0; ver++; rdone = true           /* HDEL KEYS[6] order, INCR ver */
+        fi
+     fi
+  fi;
+  if :: rdone -> helped = true; user_fixed = true :: else -> skip fi
+}
+#endif
 
 /* activities/lua/repair_avail.lua, modes 'repair' and 'load' ('set' is the admin stock change: not modelled) */
 inline repair_avail_lua(mode, code) {
@@ -286,9 +398,18 @@ inline deduct_tx(o, res) {
      if
      :: st[o] != SNONE -> res = REFUSED                  /* the order was recorded (closed) before: refused */
      :: st[o] == SNONE && stock < q[o] -> res = SOLDOUT  /* 0 rows updated: the transaction rolls back */
+#ifdef LIMIT
+     /* internal/sqlstore/ledger.go deductTx -> userunits.go addUserUnits, under the SKU's row lock after the
+      * conditional UPDATE: past the limit, LimitExceededError and the whole transaction rolls back */
+     :: st[o] == SNONE && stock >= q[o] && uu + q[o] > L -> res = OVER
+     :: else ->
+        lid++; ded[o] = true; ded_id[o] = lid; st[o] = AWAIT;
+        stock = stock - q[o]; uu = uu + q[o]; n_take[o]++; res = OK
+#else
      :: else ->
         lid++; ded[o] = true; ded_id[o] = lid; st[o] = AWAIT;
         stock = stock - q[o]; n_take[o]++; res = OK
+#endif
      fi
   fi
 }
@@ -304,7 +425,13 @@ inline restore_tx(o, sold) {
   :: else ->
      lid++; rst_id[o] = lid;
      if
+#ifdef LIMIT
+     /* internal/sqlstore/ledger.go restoreTx -> userunits.go releaseUserUnits (units - qty, never below 0) */
+     :: ded[o] -> rst[o] = RQTY; stock = stock + q[o]; n_give[o]++;
+        if :: uu > q[o] -> uu = uu - q[o] :: else -> uu = 0 fi
+#else
      :: ded[o] -> rst[o] = RQTY; stock = stock + q[o]; n_give[o]++
+#endif
 #ifdef BUG_RESTORE_NO_TOMBSTONE
      :: else -> lid--; rst_id[o] = 0                      /* broken: nothing deducted, no row written */
 #else
@@ -368,6 +495,9 @@ inline measure_and_repair(mode, code) {
       if :: st[i] == AWAIT && ded[i] && rst[i] == RNONE -> t_open = t_open | (1 << i) :: else -> skip fi
     }
   }
+#ifdef LIMIT
+  limset = true;                                          /* 3b. Store.Limit / SetLimit from the truth's limit */
+#endif
   d_step { repair_avail_lua(mode, code) };                /* 4. repair_avail.lua, compare-and-set */
   d_step { wm = 0; s_loaded = 0; s_avail = 0; s_ver = 0; s_holds = 0; t_stock = 0; t_ded = 0; t_pend = 0; t_open = 0;
            owed = 0; target = 0; net = 0; code = 0 }
@@ -519,7 +649,11 @@ proctype Net(byte o) {
 
 /* ============================== reconciliation ============================== */
 
+#ifdef LIMIT
+#define FH_LOCALS mtype m_seen, f_st; byte h_seen, action, e_seen; bool live, rdone, f_ded, f_rst, restored, rsold, f_stand; byte rres
+#else
 #define FH_LOCALS mtype m_seen, f_st; byte h_seen, action; bool live, rdone, f_ded, f_rst, restored, rsold; byte rres
+#endif
 
 /* activities/reconcile.go Reconciler.fixHolds, for one order's hold and marker of the SKU (every hold is
  * taken as older than the grace period) */
@@ -549,6 +683,29 @@ inline fix_hold(o) {
   fi;
   d_step { m_seen = 0; h_seen = 0; live = false; rdone = false; f_st = 0; f_ded = false; f_rst = false; action = 0 }
 }
+
+#ifdef LIMIT
+/* internal/reconcile/userunits.go Reconciler.fixUserUnits, for one order of the user: Redis first
+ * (redisstock/users.go UserEntries: HGETALL of the user's count, then GET of each counted order's marker),
+ * the database after (sqlstore/userunits.go StandingUserOrders), then repairUser -> repair_user.lua */
+inline fix_user(o) {
+  e_seen = uh[o];                                         /* HGETALL inv:{SKU}:u:{USER} */
+  if
+  :: e_seen > 0 -> m_seen = mk[o]                         /* GET the counted order's marker */
+  :: else -> skip
+  fi;
+  f_stand = STANDING(o);                                  /* StandingUserOrders */
+  if
+  :: e_seen > 0 && !f_stand && m_seen != H ->             /* counted, the database does not: drop */
+     d_step { repair_user_lua(o, U_DROP, m_seen, e_seen, rdone) }
+  :: e_seen == 0 && f_stand ->                            /* the database counts it, Redis does not: add */
+     m_seen = mk[o];                                      /* Redis.Marker */
+     d_step { repair_user_lua(o, U_ADD, m_seen, 0, rdone) }
+  :: else -> skip                                         /* in line, or held now ('H': its deduct is to come) */
+  fi;
+  d_step { e_seen = 0; m_seen = 0; f_stand = false; rdone = false }
+}
+#endif
 
 /* activities/reconcile.go Reconciler.Leaks -> closeLeaked -> CloseGone (activities/orders.go):
  * an open order whose workflow is gone: CloseUnpaid (close + restore, one transaction), then the Redis
@@ -585,6 +742,9 @@ proctype Reconciler() {
      /* (with -DFALLBACK the reconciler only re-syncs the counter during the run: the state space) */
      :: fix_hold(o)                                       /* fixHolds */
      :: leak(o)                                           /* Leaks */
+#ifdef LIMIT
+     :: fix_user(o)                                       /* fixUserUnits */
+#endif
 #endif
      fi;
      o = 0
@@ -602,6 +762,10 @@ proctype Chaos() {
      d_step {
        loaded = false; avail = 0; ver = 0;
        for (i : 0 .. N-1) { hold[i] = 0; mk[i] = NONE }
+#ifdef LIMIT
+       for (i : 0 .. N-1) { uh[i] = 0 }
+       limset = false;
+#endif
        i = 0; lost = true; helped = true
      }
   :: quiet -> break
@@ -611,7 +775,13 @@ proctype Chaos() {
 
 /* the invariants, checked in every state */
 active proctype Monitor() {
-end: atomic { !SAFE -> assert(DB_OK); assert(I3_OK); assert(ONCE_OK); assert(PAID_OK) }
+end: atomic { !SAFE -> assert(DB_OK); assert(I3_OK); assert(ONCE_OK); assert(PAID_OK);
+#ifdef LIMIT
+               assert(UDB_OK); assert(UREDIS_OK); assert(UREL_OK)
+#else
+               skip
+#endif
+     }
 }
 
 init {
@@ -637,6 +807,9 @@ init {
   for (o : 0 .. N-1) { leak(o) }
   for (o : 0 .. N-1) { fix_hold(o) }
   measure_and_repair(M_REPAIR, code);
+#ifdef LIMIT
+  for (o : 0 .. N-1) { fix_user(o) }                      /* then fixUserUnits */
+#endif
   done = true;
   /* every unit is either sold (PAID) or back on both sides */
   assert(SETTLED)
