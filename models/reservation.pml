@@ -85,7 +85,26 @@ bool  loaded = true;     /* inv:{SKU}:avail exists */
 short avail = INIT;      /* inv:{SKU}:avail */
 byte  hold[N];           /* inv:{SKU}:holds: order -> units (0 = no field) */
 mtype mk[N];             /* inv:{SKU}:o:{ORDER} */
+#if RESTARTS > 0
 byte  ver;               /* inv:{SKU}:ver (0 = missing) */
+#define BUMP ver++
+#define SNAPVER(k) s_ver = ver
+#define VER_SAME(k) (ver == s_ver)
+#define UNSNAP(k) s_ver = 0
+#define VER_LOST ver = 0
+#else
+/* inv:{SKU}:ver without a restart only grows, and only a snapshot's compare-and-set reads it (ver == the
+ * snapshot's): what is kept is whether it moved since each pending snapshot (snapshotter k: order k's cold
+ * load, or N: the reconciler and the final pass), not the number, which would tell apart states that behave
+ * the same (the state space). With -DRESTARTS a restart sets it back to missing: the number is kept. */
+byte  snapping;          /* bit k: snapshotter k holds a Redis snapshot (steps 2 to 4 of measure_and_repair) */
+byte  vmoved;            /* bit k: the version moved since snapshotter k's snapshot (always within snapping) */
+#define BUMP vmoved = snapping
+#define SNAPVER(k) snapping = snapping | (1 << (k)); vmoved = vmoved & ~(1 << (k))
+#define VER_SAME(k) ((vmoved & (1 << (k))) == 0)
+#define UNSNAP(k) snapping = snapping & ~(1 << (k)); vmoved = vmoved & ~(1 << (k))
+#define VER_LOST skip     /* (no restart) */
+#endif
 #ifdef LIMIT
 bool  limset = true;     /* inv:{SKU}:limit exists (= L: the database's per_user_limit, never changed here) */
 byte  uh[N];             /* inv:{SKU}:u:{USER}: order -> units (0 = no field); the one user of every order */
@@ -94,10 +113,14 @@ byte  uh[N];             /* inv:{SKU}:u:{USER}: order -> units (0 = no field); t
 /* ---- database ---- */
 short stock = INIT;      /* inventory.stock */
 bool  ded[N];            /* stock_ledger DEDUCT row */
-byte  ded_id[N];         /* its auto-increment id (reconciliation's watermark) */
 mtype rst[N];            /* stock_ledger RESTORE row */
-byte  rst_id[N];
-byte  lid;               /* the last ledger id handed out */
+/* The rows' auto-increment ids are only compared with a watermark a snapshotter read before (id > wm): what
+ * is kept is, per snapshotter k between its watermark and its truth read, which rows were written since
+ * (bit i: order i's DEDUCT, bit N+i: its RESTORE with a qty), not the ids (the state space). */
+byte  wm_on;             /* bit k: snapshotter k read the watermark (store.maxLedgerID), not yet the truth */
+byte  newer[4];          /* per snapshotter: the rows written after its watermark */
+#define NEWROW(b) newer[0] = newer[0] | (((wm_on >> 0) & 1) * (b)); newer[1] = newer[1] | (((wm_on >> 1) & 1) * (b)); \
+                  newer[2] = newer[2] | (((wm_on >> 2) & 1) * (b)); newer[3] = newer[3] | (((wm_on >> 3) & 1) * (b))
 mtype st[N];             /* orders.status */
 #ifdef LIMIT
 byte  uu;                /* user_units.units of (SKU, the user) */
@@ -249,10 +272,10 @@ inline reserve_lua(o, res) {
      :: loaded && !OVERLIM(o) && avail < q[o] -> res = SOLDOUT
      :: else -> avail = avail - q[o]; hold[o] = q[o]; mk[o] = H;
                 if :: limset -> uh[o] = q[o] :: else -> skip fi;   /* HSET KEYS[6] (counted) */
-                ver++; res = OK
+                BUMP; res = OK
 #else
      :: loaded && avail < q[o] -> res = SOLDOUT
-     :: else -> avail = avail - q[o]; hold[o] = q[o]; mk[o] = H; ver++; res = OK
+     :: else -> avail = avail - q[o]; hold[o] = q[o]; mk[o] = H; BUMP; res = OK
 #endif
      fi
   fi
@@ -266,7 +289,7 @@ inline reserve_lua(o, res) {
 /* activities/lua/confirm.lua (RedisStock.Confirm via Activities.ConfirmLines) */
 inline confirm_lua(o) {
   if
-  :: mk[o] == H -> hold[o] = 0; mk[o] = C; ver++
+  :: mk[o] == H -> hold[o] = 0; mk[o] = C; BUMP
   :: else -> skip    /* 2 duplicate, 5 refused, 6 no hold */
   fi
 }
@@ -292,19 +315,19 @@ inline release_lua(o, sold, res) {
 #elif defined(BUG_TOMBSTONE_NO_VER)
   :: mk[o] == NONE -> mk[o] = T; res = TOMBSTONE        /* broken: a repair from an older snapshot passes */
 #else
-  :: mk[o] == NONE -> mk[o] = T; UNCOUNT(o); ver++; res = TOMBSTONE   /* SET T EX ttl, HDEL KEYS[6], INCR ver */
+  :: mk[o] == NONE -> mk[o] = T; UNCOUNT(o); BUMP; res = TOMBSTONE   /* SET T EX ttl, HDEL KEYS[6], INCR ver */
 #endif
   :: mk[o] == R || mk[o] == T -> res = DUP
   :: mk[o] == C && sold -> res = KEPT
 #ifndef BUG_SOLD_GIVES_HOLD
-  :: mk[o] == H && sold -> hold[o] = 0; mk[o] = C; ver++; res = KEPT   /* the lost confirm, done here */
+  :: mk[o] == H && sold -> hold[o] = 0; mk[o] = C; BUMP; res = KEPT   /* the lost confirm, done here */
 #endif
   :: else ->
      if
      :: loaded -> avail = avail + q[o]
      :: else -> skip                                 /* the SKU is reloaded from the database instead */
      fi;
-     hold[o] = 0; mk[o] = R; UNCOUNT_GIVEN(o); ver++; res = OK   /* HDEL holds, HDEL KEYS[6], SET R */
+     hold[o] = 0; mk[o] = R; UNCOUNT_GIVEN(o); BUMP; res = OK   /* HDEL holds, HDEL KEYS[6], SET R */
   fi
 }
 
@@ -317,16 +340,16 @@ inline repair_hold_lua(o, action, mseen, hseen, rdone) {
      :: action == A_DROP ->
         if
         :: hold[o] == 0 || mk[o] == H -> rdone = false
-        :: else -> hold[o] = 0; ver++; rdone = true
+        :: else -> hold[o] = 0; BUMP; rdone = true
         fi
      :: action != A_DROP && mk[o] != H -> rdone = false
      :: action == A_READD && mk[o] == H ->
         if
         :: hold[o] != 0 -> rdone = false
-        :: else -> hold[o] = q[o]; ver++; rdone = true
+        :: else -> hold[o] = q[o]; BUMP; rdone = true
         fi
-     :: action == A_RELEASE && mk[o] == H -> hold[o] = 0; mk[o] = R; ver++; rdone = true; hold_released = true
-     :: action == A_CONFIRM && mk[o] == H -> hold[o] = 0; mk[o] = C; ver++; rdone = true
+     :: action == A_RELEASE && mk[o] == H -> hold[o] = 0; mk[o] = R; BUMP; rdone = true; hold_released = true
+     :: action == A_CONFIRM && mk[o] == H -> hold[o] = 0; mk[o] = C; BUMP; rdone = true
      fi
   fi;
   if :: rdone -> helped = true :: else -> skip fi
@@ -343,12 +366,12 @@ inline repair_user_lua(o, action, mseen, eseen, rdone) {
      :: action == U_ADD ->
         if
         :: uh[o] != 0 || mk[o] == R || mk[o] == T -> rdone = false
-        :: else -> uh[o] = q[o]; ver++; rdone = true        /* HSET KEYS[6] order units, INCR ver */
+        :: else -> uh[o] = q[o]; BUMP; rdone = true        /* HSET KEYS[6] order units, INCR ver */
         fi
      :: action == U_DROP ->
         if
         :: uh[o] == 0 || mk[o] == H -> rdone = false
-        :: else -> uh[o] = 0; ver++; rdone = true           /* HDEL KEYS[6] order, INCR ver */
+        :: else -> uh[o] = 0; BUMP; rdone = true           /* HDEL KEYS[6] order, INCR ver */
         fi
      fi
   fi;
@@ -357,7 +380,7 @@ inline repair_user_lua(o, action, mseen, eseen, rdone) {
 #endif
 
 /* activities/lua/repair_avail.lua, modes 'repair' and 'load' ('set' is the admin stock change: not modelled) */
-inline repair_avail_lua(mode, code) {
+inline repair_avail_lua(k, mode, code) {
   owed = 0;
   for (i : 0 .. N-1) {
     if :: hold[i] > 0 && !(t_ded & (1 << i)) -> owed = owed + hold[i] :: else -> skip fi;
@@ -365,18 +388,18 @@ inline repair_avail_lua(mode, code) {
   }
   target = t_stock - owed;
   if
-  :: !loaded && ver != s_ver -> code = C_RACED
-  :: !loaded && ver == s_ver -> loaded = true; avail = target; ver++; code = C_LOADED
+  :: !loaded && !VER_SAME(k) -> code = C_RACED
+  :: !loaded && VER_SAME(k) -> loaded = true; avail = target; BUMP; code = C_LOADED
   :: loaded && mode == M_LOAD -> code = C_ALREADY
   :: loaded && mode != M_LOAD && avail == target -> code = C_INLINE
-  :: loaded && mode != M_LOAD && avail != target && (!s_loaded || s_avail != avail || ver != s_ver) -> code = C_RACED
-  :: loaded && mode != M_LOAD && avail != target && s_loaded && s_avail == avail && ver == s_ver ->
-     avail = target; ver++; code = C_REPAIRED
+  :: loaded && mode != M_LOAD && avail != target && (!s_loaded || s_avail != avail || !VER_SAME(k)) -> code = C_RACED
+  :: loaded && mode != M_LOAD && avail != target && s_loaded && s_avail == avail && VER_SAME(k) ->
+     avail = target; BUMP; code = C_REPAIRED
   fi;
 #ifndef BUG_NO_MARK
   /* mark(): every open order whose standing deduct the target counted gets 'C' if it has no marker */
   if
-  :: code == C_LOADED || code == C_REPAIRED || (code == C_INLINE && ver == s_ver) ->
+  :: code == C_LOADED || code == C_REPAIRED || (code == C_INLINE && VER_SAME(k)) ->
      for (i : 0 .. N-1) { if :: (t_open & (1 << i)) && mk[i] == NONE -> mk[i] = C :: else -> skip fi }
   :: else -> skip
   fi;
@@ -407,11 +430,11 @@ inline deduct_tx(o, res) {
       * conditional UPDATE: past the limit, LimitExceededError and the whole transaction rolls back */
      :: st[o] == SNONE && stock >= q[o] && uu + q[o] > L -> res = OVER
      :: else ->
-        lid++; ded[o] = true; ded_id[o] = lid; st[o] = AWAIT;
+        NEWROW(1 << o); ded[o] = true; st[o] = AWAIT;
         stock = stock - q[o]; uu = uu + q[o]; n_take[o]++; res = OK
 #else
      :: else ->
-        lid++; ded[o] = true; ded_id[o] = lid; st[o] = AWAIT;
+        NEWROW(1 << o); ded[o] = true; st[o] = AWAIT;
         stock = stock - q[o]; n_take[o]++; res = OK
 #endif
      fi
@@ -427,19 +450,19 @@ inline restore_tx(o, sold) {
 #endif
   :: rst[o] != RNONE -> skip                              /* duplicate */
   :: else ->
-     lid++; rst_id[o] = lid;
      if
 #ifdef LIMIT
      /* internal/sqlstore/ledger.go restoreTx -> userunits.go releaseUserUnits (units - qty, never below 0) */
-     :: ded[o] -> rst[o] = RQTY; stock = stock + q[o]; n_give[o]++;
+     :: ded[o] -> NEWROW(1 << (N + o)); rst[o] = RQTY; stock = stock + q[o]; n_give[o]++;
         if :: uu > q[o] -> uu = uu - q[o] :: else -> uu = 0 fi
 #else
-     :: ded[o] -> rst[o] = RQTY; stock = stock + q[o]; n_give[o]++
+     :: ded[o] -> NEWROW(1 << (N + o)); rst[o] = RQTY; stock = stock + q[o]; n_give[o]++
 #endif
 #ifdef BUG_RESTORE_NO_TOMBSTONE
-     :: else -> lid--; rst_id[o] = 0                      /* broken: nothing deducted, no row written */
+     :: else -> skip                                      /* broken: nothing deducted, no row written */
 #else
-     :: else -> rst[o] = RTOMB                            /* the tombstone that refuses a late deduct */
+     :: else -> rst[o] = RTOMB                            /* the tombstone that refuses a late deduct (its id is
+                                                             never compared: only rows with a qty count) */
 #endif
      fi
   fi
@@ -482,32 +505,33 @@ inline close_unpaid_tx(o, restored) {
 #define STRAY(flag) if :: flag[o] = true :: skip fi
 
 /* activities/reconcile.go measureAndRepair (mode repair: Reconciler.fixAvail; mode load: coldLoad/loadAvail) */
-inline measure_and_repair(mode, code) {
-  wm = lid;                                               /* 1. store.maxLedgerID */
+inline measure_and_repair(k, mode, code) {
+  d_step { wm_on = wm_on | (1 << (k)); newer[k] = 0 };    /* 1. store.maxLedgerID */
   d_step {                                                /* 2. RedisStock.snapshot (one MULTI) */
-    s_loaded = loaded; s_avail = avail; s_ver = ver; s_holds = 0;
+    s_loaded = loaded; s_avail = avail; SNAPVER(k); s_holds = 0;
     for (i : 0 .. N-1) { if :: hold[i] > 0 -> s_holds = s_holds | (1 << i) :: else -> skip fi }
   }
   d_step {                                                /* 3. store.readSKUTruth (skuTruthIn) */
     t_stock = stock; t_ded = 0; t_pend = 0; t_open = 0;
     for (i : 0 .. N-1) {
       net = 0;
-      if :: ded[i] && ((s_holds & (1 << i)) || ded_id[i] > wm) -> net = net + q[i] :: else -> skip fi;
-      if :: rst[i] == RQTY && ((s_holds & (1 << i)) || rst_id[i] > wm) -> net = net - q[i] :: else -> skip fi;
+      if :: ded[i] && ((s_holds & (1 << i)) || (newer[k] & (1 << i))) -> net = net + q[i] :: else -> skip fi;
+      if :: rst[i] == RQTY && ((s_holds & (1 << i)) || (newer[k] & (1 << (N + i)))) -> net = net - q[i] :: else -> skip fi;
       if :: net > 0 -> t_ded = t_ded | (1 << i) :: else -> skip fi;
-      if :: rst[i] == RQTY && (rst_id[i] > wm || st[i] == AWAIT) -> t_pend = t_pend | (1 << i) :: else -> skip fi;
+      if :: rst[i] == RQTY && ((newer[k] & (1 << (N + i))) || st[i] == AWAIT) -> t_pend = t_pend | (1 << i) :: else -> skip fi;
       if :: st[i] == AWAIT && ded[i] && rst[i] == RNONE -> t_open = t_open | (1 << i) :: else -> skip fi
-    }
+    };
+    wm_on = wm_on & ~(1 << (k)); newer[k] = 0; net = 0; i = 0   /* the watermark is not read again */
   }
 #ifdef LIMIT
   limset = true;                                          /* 3b. Store.Limit / SetLimit from the truth's limit */
 #endif
-  d_step { repair_avail_lua(mode, code) };                /* 4. repair_avail.lua, compare-and-set */
-  d_step { wm = 0; s_loaded = 0; s_avail = 0; s_ver = 0; s_holds = 0; t_stock = 0; t_ded = 0; t_pend = 0; t_open = 0;
-           owed = 0; target = 0; net = 0; code = 0 }
+  d_step { repair_avail_lua(k, mode, code);               /* 4. repair_avail.lua, compare-and-set */
+           UNSNAP(k); s_loaded = 0; s_avail = 0; s_holds = 0; t_stock = 0; t_ded = 0; t_pend = 0; t_open = 0;
+           owed = 0; target = 0; code = 0; i = 0 }        /* (the snapshot and the truth are dead now) */
 }
 
-#define MR_LOCALS byte wm, s_ver, s_holds, t_ded, t_pend, t_open, code, i; bool s_loaded; short s_avail, t_stock, owed, target, net
+#define MR_LOCALS byte s_ver, s_holds, t_ded, t_pend, t_open, code, i; bool s_loaded; short s_avail, t_stock, owed, target, net
 
 #ifdef GONE
 #define DIE if :: goto died :: skip fi
@@ -529,7 +553,7 @@ proctype Order(byte o; byte life) {
      :: res == NOTLOADED ->                               /* ReserveLine: coldLoad, then reserve again */
         if
         :: loaded -> skip                                 /* coldLoad: RedisStock.Available says loaded */
-        :: else -> measure_and_repair(M_LOAD, code)       /* loadAvail */
+        :: else -> measure_and_repair(o, M_LOAD, code)    /* loadAvail */
         fi;
         d_step { reserve_lua(o, res) }
      :: else -> skip
@@ -738,12 +762,10 @@ proctype Reconciler() {
   MR_LOCALS;
   FH_LOCALS;
   do
-  :: budget > 0 && !quiet ->
-     budget--;
-     select(o : 0 .. N-1);
+  :: atomic { budget > 0 && !quiet -> budget--; select(o : 0 .. N-1) }   /* (one step: the choice is local) */
      if
 #ifndef RECON_USER
-     :: measure_and_repair(M_REPAIR, code)                /* fixAvail (one compare-and-set attempt) */
+     :: measure_and_repair(N, M_REPAIR, code)             /* fixAvail (one compare-and-set attempt) */
 #endif
 #if !defined(FALLBACK) && !defined(RECON_USER)
      /* (with -DFALLBACK the reconciler only re-syncs the counter during the run: the state space) */
@@ -768,7 +790,7 @@ proctype Chaos() {
   :: n > 0 && !quiet ->
      n--;
      d_step {
-       loaded = false; avail = 0; ver = 0;
+       loaded = false; avail = 0; VER_LOST;
        for (i : 0 .. N-1) { hold[i] = 0; mk[i] = NONE }
 #ifdef LIMIT
        for (i : 0 .. N-1) { uh[i] = 0 }
@@ -814,7 +836,7 @@ init {
   /* the final reconciliation: Leaks, then per SKU fixHolds and fixAvail */
   for (o : 0 .. N-1) { leak(o) }
   for (o : 0 .. N-1) { fix_hold(o) }
-  measure_and_repair(M_REPAIR, code);
+  measure_and_repair(N, M_REPAIR, code);
 #ifdef LIMIT
   for (o : 0 .. N-1) { fix_user(o) }                      /* then fixUserUnits */
 #endif
