@@ -12,11 +12,15 @@
  * finishes its order); Redis may restart once and lose all its data (cold load from the database); with
  * -DSECOND_LIFE order 0's ID lives a second time once its first workflow is over (Temporal forgot it); with
  * -DFALLBACK a reserve may find Redis unreachable and reserve through the database alone (nothing held,
- * no marker: activities/reconcile_fallback.go reserveInDB).
+ * no marker: internal/reconcile/fallback.go reserveInDB); with -DLIMIT both orders belong to one user and the
+ * SKU has a per-user limit L (1) below its stock (2): Redis's count of the user (inv:{SKU}:u:{USER}), the
+ * database's user_units, and reconciliation's repair of the count (internal/reconcile/userunits.go); with
+ * -DRECON_USER the reconciler only repairs the user's count during the run.
  *
  * Broken variants (each must fail; see models/README.md): -DBUG_STOCK_FIRST, -DBUG_NO_MARKER_CHECK,
  * -DBUG_NO_TOMBSTONE, -DBUG_RESTORE_NO_TOMBSTONE, -DBUG_RESTORE_PAID, -DBUG_RELEASE_FIRST, and with
- * -DFALLBACK -DRECON=2: -DBUG_NO_MARK, -DBUG_TOMBSTONE_NO_VER.
+ * -DFALLBACK -DRECON=2: -DBUG_NO_MARK, -DBUG_TOMBSTONE_NO_VER; with -DLIMIT: -DBUG_LIMIT_BEFORE_MARKER,
+ * -DBUG_RELEASE_KEEPS_USER.
  */
 
 #ifndef N
@@ -117,7 +121,7 @@ mtype rst[N];            /* stock_ledger RESTORE row */
 /* The rows' auto-increment ids are only compared with a watermark a snapshotter read before (id > wm): what
  * is kept is, per snapshotter k between its watermark and its truth read, which rows were written since
  * (bit i: order i's DEDUCT, bit N+i: its RESTORE with a qty), not the ids (the state space). */
-byte  wm_on;             /* bit k: snapshotter k read the watermark (store.maxLedgerID), not yet the truth */
+byte  wm_on;             /* bit k: snapshotter k read the watermark (sqlstore.Store.MaxLedgerID), not yet the truth */
 byte  newer[4];          /* per snapshotter: the rows written after its watermark */
 #define NEWROW(b) newer[0] = newer[0] | (((wm_on >> 0) & 1) * (b)); newer[1] = newer[1] | (((wm_on >> 1) & 1) * (b)); \
                   newer[2] = newer[2] | (((wm_on >> 2) & 1) * (b)); newer[3] = newer[3] | (((wm_on >> 3) & 1) * (b))
@@ -195,7 +199,7 @@ bool user_fixed;             /* the reconciler wrote the user's count (repair_us
 /* I1/I2: the database never below 0, never more sold than loaded, the ledger accounts for every unit */
 #define DB_OK   (stock >= 0 && stock <= INIT && INIT - stock == SUM(NET) && SUM(OPEN_UNITS) <= INIT)
 /* I3: Redis never promises more than the database holds once holds are counted (not across a data loss:
- * the cold load cannot see holds that were lost, activities/reconcile_fallback.go coldLoad) */
+ * the cold load cannot see holds that were lost, internal/reconcile/fallback.go coldLoad) */
 #define I3_OK   (lost || fellback || !loaded || avail + SUM(OWES) <= stock)
 /* I4: each order takes db.stock at most once and gives it back at most once (and only what it took) */
 #define ONCE_OK ALL(ONCE)
@@ -226,7 +230,7 @@ bool user_fixed;             /* the reconciler wrote the user's count (repair_us
  * fixAvail gives the unit back: found with -DLIMIT's INIT 2, see models/README.md). */
 #define UNDER_OK (a_death || hold_released || lost || late_hold || !loaded || avail + SUM(OWES) >= stock)
 
-/* =========================== Redis scripts (activities/lua) =========================== */
+/* =========================== Redis scripts (internal/redisstock/lua) =========================== */
 
 #ifdef LIMIT
 /* reserve.lua: the user's units (HVALS of inv:{SKU}:u:{USER}) plus this order's would pass the limit */
@@ -235,7 +239,7 @@ bool user_fixed;             /* the reconciler wrote the user's count (repair_us
 #define OVERLIM(o) false
 #endif
 
-/* activities/lua/reserve.lua (RedisStock.Reserve, activities/redis.go); with -DLIMIT the per-user count:
+/* internal/redisstock/lua/reserve.lua (Store.Reserve, internal/redisstock/store.go); with -DLIMIT the per-user count:
  * internal/redisstock/lua/reserve.lua KEYS[5], KEYS[6] (internal/redisstock/store.go Store.Reserve) */
 inline reserve_lua(o, res) {
 #if defined(BUG_STOCK_FIRST) || defined(BUG_LIMIT_BEFORE_MARKER)
@@ -286,7 +290,7 @@ inline reserve_lua(o, res) {
   assert(res != OVER || (mk[o] != H && mk[o] != C))
 }
 
-/* activities/lua/confirm.lua (RedisStock.Confirm via Activities.ConfirmLines) */
+/* internal/redisstock/lua/confirm.lua (redisstock.Store.Confirm via Activities.ConfirmLines) */
 inline confirm_lua(o) {
   if
   :: mk[o] == H -> hold[o] = 0; mk[o] = C; BUMP
@@ -307,7 +311,7 @@ inline confirm_lua(o) {
 #define UNCOUNT_GIVEN(o) skip
 #endif
 
-/* activities/lua/release.lua (RedisStock.Release / ReleaseUnsold via Activities.ReleaseLine); sold = 'sold' mode */
+/* internal/redisstock/lua/release.lua (redisstock.Store.Release / ReleaseUnsold via Activities.ReleaseLine); sold = 'sold' mode */
 inline release_lua(o, sold, res) {
   if
 #ifdef BUG_NO_TOMBSTONE
@@ -331,7 +335,7 @@ inline release_lua(o, sold, res) {
   fi
 }
 
-/* activities/lua/repair_hold.lua (RedisStock.repairHold, activities/reconcile_redis.go) */
+/* internal/redisstock/lua/repair_hold.lua (redisstock.Store.RepairHold, internal/redisstock/repair.go) */
 inline repair_hold_lua(o, action, mseen, hseen, rdone) {
   if
   :: mk[o] != mseen || hold[o] != hseen -> rdone = false
@@ -379,7 +383,7 @@ inline repair_user_lua(o, action, mseen, eseen, rdone) {
 }
 #endif
 
-/* activities/lua/repair_avail.lua, modes 'repair' and 'load' ('set' is the admin stock change: not modelled) */
+/* internal/redisstock/lua/repair_avail.lua, modes 'repair' and 'load' ('set' is the admin stock change: not modelled) */
 inline repair_avail_lua(k, mode, code) {
   owed = 0;
   for (i : 0 .. N-1) {
@@ -408,9 +412,9 @@ inline repair_avail_lua(k, mode, code) {
   assert(!loaded || avail >= 0)
 }
 
-/* ========================= database transactions (activities/*.go) ========================= */
+/* ========================= database transactions (internal/sqlstore/*.go) ========================= */
 
-/* activities/stock.go Store.Deduct: deductTx, and deductAgain when the DEDUCT row exists */
+/* internal/sqlstore/ledger.go Store.Deduct: deductTx, and deductAgain when the DEDUCT row exists */
 inline deduct_tx(o, res) {
   if
   :: ded[o] ->                                        /* duplicate key: deductAgain under the order's lock */
@@ -441,7 +445,7 @@ inline deduct_tx(o, res) {
   fi
 }
 
-/* activities/stock.go Store.Restore / restoreTx: a PAID order gives nothing back (Sold) */
+/* internal/sqlstore/ledger.go Store.Restore / restoreTx: a PAID order gives nothing back (Sold) */
 inline restore_tx(o, sold) {
   sold = false;
   if
@@ -468,7 +472,7 @@ inline restore_tx(o, sold) {
   fi
 }
 
-/* activities/orders.go Store.MarkPaid (event ev) */
+/* internal/sqlstore/orders.go Store.MarkPaid (event ev) */
 inline mark_paid_tx(o, ev, res) {
   if
   :: st[o] == PAID && paid_ev[o] == ev -> res = OK        /* the same event again: no-op */
@@ -479,7 +483,7 @@ inline mark_paid_tx(o, ev, res) {
   fi
 }
 
-/* activities/orders.go Store.CloseOrder / closeTx (the workflow's record): an open order is closed and a
+/* internal/sqlstore/orders.go Store.CloseOrder / closeTx (the workflow's record): an open order is closed and a
    deduct of it that still stands is given back in the same transaction (a duplicate after a compensation) */
 inline close_order_tx(o) {
   if
@@ -489,7 +493,7 @@ inline close_order_tx(o) {
   fi
 }
 
-/* activities/orders.go Store.CloseUnpaid: closeTx on an order that has a row; the restore runs only when
+/* internal/sqlstore/orders.go Store.CloseUnpaid: closeTx on an order that has a row; the restore runs only when
    this call closed the order */
 inline close_unpaid_tx(o, restored) {
   restored = false;
@@ -504,14 +508,14 @@ inline close_unpaid_tx(o, restored) {
 /* a step whose attempt may time out while in flight: it lands later (Net) or never */
 #define STRAY(flag) if :: flag[o] = true :: skip fi
 
-/* activities/reconcile.go measureAndRepair (mode repair: Reconciler.fixAvail; mode load: coldLoad/loadAvail) */
+/* internal/reconcile/engine.go measureAndRepair (mode repair: Reconciler.fixAvail; mode load: coldLoad/loadAvail) */
 inline measure_and_repair(k, mode, code) {
-  d_step { wm_on = wm_on | (1 << (k)); newer[k] = 0 };    /* 1. store.maxLedgerID */
-  d_step {                                                /* 2. RedisStock.snapshot (one MULTI) */
+  d_step { wm_on = wm_on | (1 << (k)); newer[k] = 0 };    /* 1. sqlstore.Store.MaxLedgerID */
+  d_step {                                                /* 2. redisstock.Store.Snapshot (one MULTI) */
     s_loaded = loaded; s_avail = avail; SNAPVER(k); s_holds = 0;
     for (i : 0 .. N-1) { if :: hold[i] > 0 -> s_holds = s_holds | (1 << i) :: else -> skip fi }
   }
-  d_step {                                                /* 3. store.readSKUTruth (skuTruthIn) */
+  d_step {                                                /* 3. sqlstore.Store.ReadSKUTruth */
     t_stock = stock; t_ded = 0; t_pend = 0; t_open = 0;
     for (i : 0 .. N-1) {
       net = 0;
@@ -544,7 +548,7 @@ proctype Order(byte o; byte life) {
   byte res; bool sold, rsv_started, ded_started;
   MR_LOCALS;
 
-  /* reserve: Activities.ReserveLine (activities/activities.go), a local activity with a deadline */
+  /* reserve: Activities.ReserveLine (activities/activities.go; internal/reconcile/fallback.go Reserver), a local activity with a deadline */
   rsv_started = true;
   STRAY(p_reserve);
   if
@@ -552,7 +556,7 @@ proctype Order(byte o; byte life) {
      if
      :: res == NOTLOADED ->                               /* ReserveLine: coldLoad, then reserve again */
         if
-        :: loaded -> skip                                 /* coldLoad: RedisStock.Available says loaded */
+        :: loaded -> skip                                 /* coldLoad: redisstock.Store.Available says loaded */
         :: else -> measure_and_repair(o, M_LOAD, code)    /* loadAvail */
         fi;
         d_step { reserve_lua(o, res) }
@@ -684,10 +688,10 @@ proctype Net(byte o) {
 #define FH_LOCALS mtype m_seen, f_st; byte h_seen, action; bool live, rdone, f_ded, f_rst, restored, rsold; byte rres
 #endif
 
-/* activities/reconcile.go Reconciler.fixHolds, for one order's hold and marker of the SKU (every hold is
+/* internal/reconcile/engine.go Reconciler.fixHolds, for one order's hold and marker of the SKU (every hold is
  * taken as older than the grace period) */
 inline fix_hold(o) {
-  d_step { m_seen = mk[o]; h_seen = hold[o] };            /* RedisStock.markers (SCAN + GET) and HGETALL */
+  d_step { m_seen = mk[o]; h_seen = hold[o] };            /* redisstock.Store.Markers (SCAN + GET) and HGETALL */
   live = false;
   if
   :: h_seen > 0 && m_seen != H -> d_step { repair_hold_lua(o, A_DROP, m_seen, h_seen, rdone) }   /* stray hold */
@@ -697,7 +701,7 @@ inline fix_hold(o) {
   fi;
   if
   :: live ->
-     d_step { f_st = st[o]; f_ded = ded[o]; f_rst = (rst[o] != RNONE) };   /* Store.orderFacts */
+     d_step { f_st = st[o]; f_ded = ded[o]; f_rst = (rst[o] != RNONE) };   /* sqlstore.Store.OrderFacts */
      if
      :: f_ded && !f_rst -> action = A_CONFIRM                              /* standing deduct */
      :: !(f_ded && !f_rst) && (f_st == PAID || f_st == CLOSED) -> action = A_RELEASE
@@ -736,7 +740,7 @@ inline fix_user(o) {
 }
 #endif
 
-/* activities/reconcile.go Reconciler.Leaks -> closeLeaked -> CloseGone (activities/orders.go):
+/* internal/reconcile/leaks.go Reconciler.Leaks -> closeLeaked -> CloseGone:
  * an open order whose workflow is gone: CloseUnpaid (close + restore, one transaction), then the Redis
  * release of every line it answered; the release may fail, and the next run does not see the order again */
 inline leak(o) {
