@@ -150,9 +150,6 @@ bool a_death;                /* a workflow died */
 bool fellback;               /* a reserve went to the database alone */
 bool hold_released;          /* the reconciler ended a hold (repair_hold.lua release: the counter is set later) */
 bool late_hold;              /* a Redis reserve of the order that reserved through the database alone landed late */
-#ifdef LIMIT
-bool user_fixed;             /* the reconciler wrote the user's count (repair_user.lua) */
-#endif
 
 /* (arithmetic on booleans, not "c -> a : b", so that the macros can stand in LTL formulas) */
 #define STANDING(o)   (ded[o] && rst[o] != RQTY)
@@ -379,7 +376,7 @@ inline repair_user_lua(o, action, mseen, eseen, rdone) {
         fi
      fi
   fi;
-  if :: rdone -> helped = true; user_fixed = true :: else -> skip fi
+  if :: rdone -> helped = true :: else -> skip fi
 }
 #endif
 
