@@ -182,8 +182,9 @@ bool late_hold;              /* a Redis reserve of the order that reserved throu
 #define UDB_OK    (uu <= L && uu == SUM(STAND_UNITS))
 /* U2: Redis's count never lets the user hold more than the limit (reserve.lua checks it in the same script as
  * the hold). Not after a data loss nor a database-only reservation: Redis then does not know a deduct the
- * database counts, reserve.lua lets the user hold beside it, and reconciliation puts the deduct back in the
- * count (repair_user.lua add) before the database refuses the second deduct; the database (U1) is the guard. */
+ * database counts, reserve.lua may let the user hold beside it, and reconciliation may put the deduct back in
+ * the count (repair_user.lua add) before the database refuses the second deduct; the database (U1) is the
+ * guard. (Neither case runs with two orders of the user here: -DFALLBACK runs one order.) */
 #define UREDIS_OK (lost || fellback || SUM(UH) <= L)
 /* U3: a released order is never left in the user's count (release.lua takes it off with the release or the
  * tombstone), unless the reconciler ended its hold (repair_hold.lua 'release' leaves the count to fixUserUnits) */
@@ -236,8 +237,8 @@ bool late_hold;              /* a Redis reserve of the order that reserved throu
 #define OVERLIM(o) false
 #endif
 
-/* internal/redisstock/lua/reserve.lua (Store.Reserve, internal/redisstock/store.go); with -DLIMIT the per-user count:
- * internal/redisstock/lua/reserve.lua KEYS[5], KEYS[6] (internal/redisstock/store.go Store.Reserve) */
+/* internal/redisstock/lua/reserve.lua (redisstock.Store.Reserve, internal/redisstock/store.go); with -DLIMIT
+ * also its per-user count (KEYS[5] the limit, KEYS[6] the user's count) */
 inline reserve_lua(o, res) {
 #if defined(BUG_STOCK_FIRST) || defined(BUG_LIMIT_BEFORE_MARKER)
   if
