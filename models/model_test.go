@@ -83,6 +83,12 @@ func TestModel(t *testing.T) {
 		{"fallback", []string{"-DFALLBACK", "-DRECON=2"}, false},
 		{"resync_without_marks", []string{"-DFALLBACK", "-DRECON=2", "-DBUG_NO_MARK"}, true},
 		{"tombstone_without_version", []string{"-DFALLBACK", "-DRECON=2", "-DBUG_TOMBSTONE_NO_VER"}, true},
+		// The per-user limit (-DLIMIT: both orders of one user, limit 1, stock 2): the counts in Redis and in
+		// user_units, and reconciliation's repair of the user's count (during the run with -DFALLBACK).
+		{"limit", []string{"-DLIMIT", "-DGONE"}, false},
+		{"limit_checked_before_marker", []string{"-DLIMIT", "-DGONE", "-DBUG_LIMIT_BEFORE_MARKER"}, true},
+		{"release_keeps_user_count", []string{"-DLIMIT", "-DGONE", "-DBUG_RELEASE_KEEPS_USER"}, true},
+		{"limit_fallback", []string{"-DLIMIT", "-DFALLBACK", "-DRECON=2"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
