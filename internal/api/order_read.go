@@ -24,13 +24,18 @@ const queryTimeout = 5 * time.Second
 func (s *server) handleGetOrder() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
+		caller, ok := s.caller(w, r)
+		if !ok {
+			return
+		}
 		if !validOrderID(id) {
 			writeOrderNotFound(w, "")
 			return
 		}
 		o, err := s.readOrder(r.Context(), id)
 		switch {
-		case errors.Is(err, ordersaga.ErrNotFound):
+		case errors.Is(err, ordersaga.ErrNotFound), err == nil && caller != "" && o.UserID != caller:
+			// Another user's order is answered as unknown: its existence is not the caller's to learn.
 			writeOrderNotFound(w, id)
 		case err != nil:
 			s.Logger.Warn("read order", "order_id", id, "error", err)
@@ -96,12 +101,29 @@ func (s *server) handleCancelOrder() http.Handler {
 				return
 			}
 		}
+		caller, ok := s.caller(w, r)
+		if !ok {
+			return
+		}
 		if !validOrderID(id) {
 			writeOrderNotFound(w, "")
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.UpdateTimeout)
 		defer cancel()
+		if caller != "" {
+			// Only the order's own user may cancel it; another user's order is answered as unknown.
+			o, err := s.readOrder(ctx, id)
+			switch {
+			case errors.Is(err, ordersaga.ErrNotFound), err == nil && o.UserID != caller:
+				writeOrderNotFound(w, id)
+				return
+			case err != nil:
+				s.Logger.Warn("read order before cancel", "order_id", id, "error", err)
+				writeProblem(w, newProblem(kindUnavailable, "the order cannot be read right now; retrying is safe"))
+				return
+			}
+		}
 		o, err := orderclient.Cancel(ctx, s.Temporal, id, "")
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {

@@ -56,6 +56,16 @@ func (s *server) handlePlaceOrder() http.Handler {
 			writeProblem(w, p)
 			return
 		}
+		caller, ok := s.caller(w, r)
+		if !ok {
+			return
+		}
+		if caller != "" && caller != req.UserID {
+			p := newProblem(kindForbidden, "user_id: a caller places orders for itself only")
+			p.Field = "user_id"
+			writeProblem(w, p)
+			return
+		}
 		out, err := s.placement.Place(r.Context(), placement.Request{UserID: req.UserID, Key: key, Lines: req.lines()})
 		if err != nil {
 			s.Logger.Error("place order", "user_id", req.UserID, "order_id", out.OrderID, "error", err)

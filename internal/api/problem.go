@@ -30,6 +30,8 @@ const (
 	kindMethodNotAllowed   kind = "method-not-allowed"      // 405
 	kindInvalidSignature   kind = "invalid-signature"       // 401: payment webhook
 	kindUnauthorized       kind = "unauthorized"            // 401: admin token
+	kindUnauthenticated    kind = "unauthenticated"         // 401: no caller, or a bad one (CALLER_IDENTITY)
+	kindForbidden          kind = "forbidden"               // 403: an order for another user than the caller
 	kindUnavailable        kind = "unavailable"             // 503 + Retry-After: Temporal, Redis or the database
 	kindStockUnavailable   kind = "stock-unavailable"       // 503 + Retry-After: the reservation failed for a reason other than stock
 	kindNotReady           kind = "not-ready"               // 503: /readyz
@@ -49,8 +51,10 @@ func (k kind) status() int {
 		return http.StatusNotFound
 	case kindMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case kindInvalidSignature, kindUnauthorized:
+	case kindInvalidSignature, kindUnauthorized, kindUnauthenticated:
 		return http.StatusUnauthorized
+	case kindForbidden:
+		return http.StatusForbidden
 	case kindUnavailable, kindStockUnavailable, kindNotReady:
 		return http.StatusServiceUnavailable
 	}
@@ -89,6 +93,10 @@ func (k kind) title() string {
 		return "The Payment-Signature is missing, malformed, wrong or stale"
 	case kindUnauthorized:
 		return "A valid admin bearer token is required"
+	case kindUnauthenticated:
+		return "The caller is not authenticated"
+	case kindForbidden:
+		return "The order is for another user than the caller"
 	case kindUnavailable:
 		return "A backing service is unavailable"
 	case kindStockUnavailable:

@@ -50,6 +50,9 @@ type Deps struct {
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
 	WebhookSecrets []string
 	AdminToken     string
+	// Identity says who calls (CALLER_IDENTITY; nil: nobody is checked, and the API must sit behind a gateway
+	// that does it): a caller places orders for itself only, and reads and cancels its own orders only.
+	Identity Identity
 	// PlaceTimeout and UpdateTimeout bound the waits on Temporal (0 = the defaults above; PlaceTimeout is the
 	// placement service's).
 	PlaceTimeout  time.Duration
