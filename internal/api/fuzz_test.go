@@ -1,88 +1,114 @@
-package api_test
+package api
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"strings"
+	"encoding/json"
+	"reflect"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/ordersaga/ordersaga/internal/api"
-	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga"
 )
 
-// FuzzDecodeOrder posts arbitrary Idempotency-Keys and bodies to POST /v1/orders on a real saga: never a
-// panic or a 5xx, and a request refused as invalid (400, 404, 422) starts no workflow. The seeds run with
-// every `go test`; `go test -fuzz FuzzDecodeOrder ./internal/api` explores further.
-func FuzzDecodeOrder(f *testing.F) {
-	for _, seed := range []struct{ key, body string }{
-		{"k-1", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":1}]}`},
-		{"k-2", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":1},{"sku":"FZ-2","qty":3}]}`},
-		{"k-3", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":1000}]}`},
-		{"k-4", `{"user_id":"u-1","lines":[{"sku":"NOPE","qty":1}]}`},
-		{"", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":1}]}`},
-		{"k:5.a_b-c", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":0}]}`},
-		{"k-6", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":1}]}{}`},
-		{"k-7", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":1e3}]}`},
-		{"k-8", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":9223372036854775808}]}`},
-		{"k-9", `{"user_id":"u-1","Lines":[{"SKU":"FZ-1","qty":1}]}`},
-		{"k-10", `{"user_id":"u\u00e9","lines":[{"sku":"FZ-1","qty":1}]}`},
-		{"k-11", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":1},{"sku":"FZ-1","qty":1}]}`},
-		{"k-12", `{"user_id":"u-1","lines":{"sku":"FZ-1"}}`},
-		{"k-13", `null`},
-		{"k-14", `{"user_id":null,"lines":[null]}`},
-		{"k-15", "\xff\xfe{"},
-		{"k-16", `{"user_id":"u-1","lines":[{"sku":"FZ-1","qty":1}],"user_id":"u-2"}`},
-		{"k-1", `{"user_id":"u-1","lines":[{"sku":"FZ-2","qty":1}]}`}, // the key again, another body: 422
-		{strings.Repeat("k", 256), `{}`},
-	} {
-		f.Add(seed.key, seed.body)
-	}
-	env := sagatest.Start(f)
-	env.Stock(f, "FZ-1", 1000000, 100)
-	env.Stock(f, "FZ-2", 1000000, 100)
-	reg := prometheus.NewRegistry()
-	srv := httptest.NewServer(api.NewServer(api.Deps{
-		Temporal: env.Client, Store: env.Store, Redis: env.Redis, Registry: reg, Currency: testCurrency,
-		PaymentTimeout: time.Minute, WebhookSecrets: []string{testSecret}, AdminToken: testAdmin,
-		PlaceTimeout: 2 * time.Minute,
-	}))
-	f.Cleanup(srv.Close)
+// The request decoders as fuzz targets. `go test` runs the seeds below; scripts/fuzz.sh runs each for a while.
 
-	f.Fuzz(func(t *testing.T, key, body string) {
-		before := counterValue(t, reg, "ordersaga_order_workflow_places_total", nil)
-		h := map[string]string{}
-		if key != "" && sendable(key) {
-			h["Idempotency-Key"] = key
+// FuzzOrderRequest: any body either is refused (invalid-body, or invalid-field naming a field of the request)
+// or is an order the placement rules accept, whose canonical re-encoding decodes to the same request. It never
+// panics.
+func FuzzOrderRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"user_id":"u-1","lines":[{"sku":"SKU-1","qty":2}]}`,
+		`{"user_id":"u-1","lines":[{"sku":"A","qty":1},{"sku":"B","qty":3}]}`,
+		`{"user_id":"u-1","lines":[{"sku":"A","qty":1},{"sku":"A","qty":1}]}`,
+		`{"user_id":"u-1","lines":[]}`,
+		`{"user_id":"","lines":[{"sku":"A","qty":1}]}`,
+		`{"user_id":"u-1","lines":[{"sku":"A","qty":-1}]}`,
+		`{"user_id":"u-1","lines":[{"sku":"A","qty":9223372036854775807}]}`,
+		`{"user_id":"u-1","lines":[{"sku":"A","qty":1.5}]}`,
+		`{"user_id":"u-1","lines":[{"sku":"A","qty":1}],"extra":1}`,
+		`{"user_id":"u-1","lines":[{"sku":"A","qty":1}]} {}`,
+		`{"user_id":"u\u0000","lines":[{"sku":"A","qty":1}]}`,
+		`{"user_id":"u-1","lines":null}`,
+		`[]`, `null`, ``, `{`, "\xff\xfe",
+	} {
+		f.Add([]byte(seed))
+	}
+	fields := map[string]bool{"user_id": true, "lines": true}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req orderRequest
+		if err := decodeStrict(body, &req); err != nil {
+			return // invalid-body
 		}
-		r := doRequest(t, http.MethodPost, srv.URL+"/v1/orders", []byte(body), h)
-		if r.status >= 500 {
-			t.Fatalf("key %q body %q: %s", key, body, r)
-		}
-		switch r.status {
-		case http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity:
-			r.problem(t)
-			if after := counterValue(t, reg, "ordersaga_order_workflow_places_total", nil); after != before {
-				t.Errorf("key %q body %q: refused with %d but placed %v orders", key, body, r.status, after-before)
+		if ferr := req.validate(); ferr != nil {
+			if ferr.Field == "" || ferr.Reason == "" {
+				t.Fatalf("invalid-field without a field or a reason: %+v for %q", ferr, body)
 			}
-		case http.StatusCreated, http.StatusConflict:
-		default:
-			t.Errorf("key %q body %q: unexpected %s", key, body, r)
+			name := ferr.Field
+			if i := indexOfBracket(name); i >= 0 {
+				name = name[:i]
+			}
+			if !fields[name] {
+				t.Fatalf("invalid-field names %q, which the request has not, for %q", ferr.Field, body)
+			}
+			return
+		}
+		if !ordersaga.ValidName(req.UserID) || len(req.Lines) == 0 || len(req.Lines) > ordersaga.MaxLines {
+			t.Fatalf("accepted %q: %+v", body, req)
+		}
+		seen := map[string]bool{}
+		for _, l := range req.Lines {
+			if l.Qty < 1 || l.Qty > ordersaga.MaxQty || !ordersaga.ValidName(l.SKU) || seen[l.SKU] {
+				t.Fatalf("accepted a bad line %+v in %q", l, body)
+			}
+			seen[l.SKU] = true
+		}
+		again, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back orderRequest
+		if err := decodeStrict(again, &back); err != nil || !reflect.DeepEqual(back, req) {
+			t.Fatalf("re-encoded %s decodes to %+v (%v), want %+v", again, back, err, req)
 		}
 	})
 }
 
-// sendable reports whether an HTTP client can send v as a header value (no control characters, a sane size).
-func sendable(v string) bool {
-	if len(v) > 4096 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
+func indexOfBracket(s string) int {
+	for i := range len(s) {
+		if s[i] == '[' || s[i] == '.' {
+			return i
 		}
 	}
-	return true
+	return -1
+}
+
+// FuzzPaymentEvent: any webhook body either is refused (invalid-body, or invalid-field naming a field of the
+// event) or is an event whose fields are in range. It never panics.
+func FuzzPaymentEvent(f *testing.F) {
+	for _, seed := range []string{
+		`{"event_id":"evt-1","order_id":"o-1","amount_cents":1998,"currency":"CNY","status":"succeeded"}`,
+		`{"event_id":"evt-1","order_id":"o-1","amount_cents":-1,"currency":"CNY","status":"succeeded"}`,
+		`{"event_id":"","order_id":"o-1","amount_cents":1,"currency":"CNY","status":"succeeded"}`,
+		`{"event_id":"evt-1","order_id":"o-1","amount_cents":1,"currency":"cny","status":"succeeded"}`,
+		`{"event_id":"evt-1","order_id":"o-1","amount_cents":1,"currency":"CNY","status":"failed"}`,
+		`{"event_id":"evt 1","order_id":"o-1","amount_cents":1e3,"currency":"CNY","status":"succeeded"}`,
+		`{"event_id":"evt-1","order_id":"o-1","amount_cents":1,"currency":"CNY","status":"succeeded","x":1}`,
+		`{}`, `null`, `"x"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	fields := map[string]bool{"event_id": true, "order_id": true, "amount_cents": true, "currency": true}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var ev PaymentEvent
+		if err := decodeStrict(body, &ev); err != nil {
+			return
+		}
+		if ferr := validatePayment(ev); ferr != nil {
+			if !fields[ferr.Field] || ferr.Reason == "" {
+				t.Fatalf("invalid-field %+v for %q", ferr, body)
+			}
+			return
+		}
+		if ev.EventID == "" || len(ev.EventID) > 255 || ev.OrderID == "" || len(ev.OrderID) > 64 || ev.AmountCents < 0 || len(ev.Currency) != 3 {
+			t.Fatalf("accepted %q: %+v", body, ev)
+		}
+	})
 }
