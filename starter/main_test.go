@@ -258,3 +258,41 @@ func TestRun_MissingSecretsFailNamingTheVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_AdminAddrServesMetricsAndDetailApart: with ADMIN_ADDR set, /metrics (the API's, the Temporal SDK's)
+// and the detailed /readyz are on the admin listener; the API answers /metrics 404 and its /readyz says
+// ready and nothing of the dependencies.
+func TestRun_AdminAddrServesMetricsAndDetailApart(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.env["ADMIN_ADDR"] = freeAddr(t)
+	adminURL := func(path string) string { return "http://" + s.env["ADMIN_ADDR"] + path }
+	stop, wait := startRun(t, s)
+
+	if code, body := call(t, http.MethodGet, s.url("/metrics"), "", nil); code != http.StatusNotFound {
+		t.Errorf("public /metrics: %d %s, want 404", code, body)
+	}
+	code, body := call(t, http.MethodGet, s.url("/readyz"), "", nil)
+	if code != http.StatusOK || strings.TrimSpace(body) != `{"status":"ready"}` {
+		t.Errorf("public /readyz: %d %s, want 200 {\"status\":\"ready\"} alone", code, body)
+	}
+	if code, body := call(t, http.MethodGet, adminURL("/readyz"), "", nil); code != http.StatusOK ||
+		!strings.Contains(body, `"temporal":"ok"`) || !strings.Contains(body, `"database":"ok"`) {
+		t.Errorf("admin /readyz: %d %s, want 200 with each check", code, body)
+	}
+	var metrics string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, metrics = call(t, http.MethodGet, adminURL("/metrics"), "", nil); strings.Contains(metrics, "temporal_request") {
+			break
+		}
+	}
+	for _, want := range []string{`ordersaga_http_requests_total{code="404",route="unmatched"}`, "ordersaga_http_requests_total{code=\"200\",route=\"GET /readyz\"}", "temporal_request", "go_goroutines"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("admin /metrics lacks %s", want)
+		}
+	}
+	stop()
+	if err := wait(); err != nil {
+		t.Errorf("run: %v", err)
+	}
+}
