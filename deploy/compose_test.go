@@ -573,3 +573,46 @@ func TestDockerfileBuildsPinnedImagesFromPackagesThatExist(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEProcessColumnMatchesConfig: the README's configuration table says, for each variable, the
+// process that reads it (starter, worker or both), as internal/config/variables.go does: that is where an
+// operator sets it.
+func TestREADMEProcessColumnMatchesConfig(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		process := strings.TrimSpace(cells[2])
+		var want []string
+		switch process {
+		case "starter":
+			want = []string{config.Starter}
+		case "worker":
+			want = []string{config.Worker}
+		case "both":
+			want = []string{config.Worker, config.Starter}
+		default:
+			continue
+		}
+		for _, m := range name.FindAllStringSubmatch(cells[1], -1) {
+			seen++
+			got := config.Readers(m[1])
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("README: %s is read by %q, internal/config says %v", m[1], process, got)
+			}
+		}
+	}
+	if seen < len(config.Variables()) {
+		t.Errorf("README names the process of %d variables, internal/config reads %d", seen, len(config.Variables()))
+	}
+}
