@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -21,7 +22,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/dynamicconfig"
 
+	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -34,34 +37,176 @@ var appServices = map[string]struct {
 	"starter": {api: true, main: "starter"},
 }
 
-func loadCompose(t *testing.T) *types.Project {
+// envExample is .env.example's variables: what `cp .env.example .env` gives docker compose. Its values are
+// placeholders, distinct from each other, so a test can tell a value that came from .env from one written
+// in docker-compose.yml.
+func envExample(t *testing.T) types.Mapping {
 	t.Helper()
-	root, err := filepath.Abs("..")
+	f, err := os.Open(filepath.Join("..", ".env.example"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+	defer f.Close()
+	m := types.Mapping{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || v == "" {
+			t.Fatalf(".env.example: %q is not VAR=value", line)
+		}
+		m[k] = v
+	}
+	if len(m) == 0 {
+		t.Fatal(".env.example sets nothing")
+	}
+	return m
+}
+
+func loadComposeWith(env types.Mapping) (*types.Project, error) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return nil, err
+	}
+	return loader.LoadWithContext(context.Background(), types.ConfigDetails{
 		WorkingDir:  root,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, "docker-compose.yml")}},
-		// What `docker compose up` is told in the README; the file refuses to load without them.
-		Environment: types.Mapping{"PAYMENT_WEBHOOK_SECRET": "s3cret", "ADMIN_TOKEN": "t0ken"},
+		Environment: env,
 	}, func(o *loader.Options) { o.SetProjectName("ordersaga", true) })
+}
+
+// loadCompose loads the file as `docker compose up` does after `cp .env.example .env` (the README's steps).
+func loadCompose(t *testing.T) *types.Project {
+	t.Helper()
+	p, err := loadComposeWith(envExample(t))
 	if err != nil {
-		t.Fatalf("load docker-compose.yml: %v", err)
+		t.Fatalf("load docker-compose.yml with .env.example: %v", err)
 	}
 	return p
 }
 
+// TestComposeRefusesToStartWithoutSecrets: each variable of .env.example is required; without it the file
+// does not load, and the error names it.
 func TestComposeRefusesToStartWithoutSecrets(t *testing.T) {
 	t.Parallel()
-	root, _ := filepath.Abs("..")
-	_, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
-		WorkingDir:  root,
-		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, "docker-compose.yml")}},
-		Environment: types.Mapping{},
-	}, func(o *loader.Options) { o.SetProjectName("ordersaga", true) })
-	if err == nil || !strings.Contains(err.Error(), "PAYMENT_WEBHOOK_SECRET") {
-		t.Fatalf("loading without PAYMENT_WEBHOOK_SECRET: got %v, want an error naming it", err)
+	full := envExample(t)
+	for name := range full {
+		env := types.Mapping{}
+		for k, v := range full {
+			if k != name {
+				env[k] = v
+			}
+		}
+		if _, err := loadComposeWith(env); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("loading without %s: got %v, want an error naming it", name, err)
+		}
+	}
+}
+
+// secretName matches the variables that hold a password, secret, token or key.
+var secretName = regexp.MustCompile(`PASSWORD|PWD|SECRET|TOKEN|API_KEY`)
+
+// TestComposeHasNoLiteralSecrets: every password, secret and token comes from .env, none is written in
+// docker-compose.yml (nor in a DSN or a health check).
+func TestComposeHasNoLiteralSecrets(t *testing.T) {
+	t.Parallel()
+	fromEnv := map[string]bool{}
+	for _, v := range envExample(t) {
+		fromEnv[v] = true
+	}
+	p := loadCompose(t)
+	for name, svc := range p.Services {
+		for k, v := range environment(svc) {
+			if secretName.MatchString(k) && !fromEnv[v] {
+				t.Errorf("%s: %s=%q is written in docker-compose.yml; take it from .env (${VAR:?message})", name, k, v)
+			}
+			if k == "MYSQL_DSN" {
+				if dsn, err := mysql.ParseDSN(v); err != nil || !fromEnv[dsn.Passwd] {
+					t.Errorf("%s: MYSQL_DSN's password is not from .env (%v)", name, err)
+				}
+			}
+		}
+		if hc := svc.HealthCheck; hc != nil {
+			for _, arg := range hc.Test {
+				if regexp.MustCompile(`(^|\s)-p\S`).MatchString(arg) {
+					t.Errorf("%s: the health check passes a password on its command line: %q", name, arg)
+				}
+			}
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	literal := regexp.MustCompile(`^\s*([A-Z_]*(?:PASSWORD|PWD|SECRET|TOKEN|API_KEY)[A-Z_]*)\s*:\s*([^\s$].*)$`)
+	for i, line := range strings.Split(string(raw), "\n") {
+		if m := literal.FindStringSubmatch(line); m != nil {
+			t.Errorf("docker-compose.yml:%d: %s is a literal (%s)", i+1, m[1], m[2])
+		}
+	}
+}
+
+// TestComposePublishesOnLoopbackOnly: by default every published port is on 127.0.0.1: the Temporal
+// frontend and UI (no TLS, no login here), MySQL and the API (API_BIND_IP publishes it beyond).
+func TestComposePublishesOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
+	p := loadCompose(t)
+	for name, svc := range p.Services {
+		for _, port := range svc.Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("%s: port %d published on %q, want 127.0.0.1", name, port.Target, port.HostIP)
+			}
+		}
+	}
+	for name, port := range map[string]uint32{"temporal": 7233, "temporal-ui": 8080, "mysql": 3306, "starter": 8080} {
+		if !slices.ContainsFunc(p.Services[name].Ports, func(pc types.ServicePortConfig) bool { return pc.Target == port }) {
+			t.Errorf("%s: port %d is not published (the README points at it)", name, port)
+		}
+	}
+}
+
+// TestComposeMetricsStayInside: the starter's admin listener (/metrics, the detailed /readyz) and the
+// worker's metrics are set and not published.
+func TestComposeMetricsStayInside(t *testing.T) {
+	t.Parallel()
+	p := loadCompose(t)
+	for name, variable := range map[string]string{"starter": "ADMIN_ADDR", "worker": "METRICS_ADDR"} {
+		svc := p.Services[name]
+		addr := environment(svc)[variable]
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Errorf("%s: %s=%q: %v", name, variable, addr, err)
+			continue
+		}
+		for _, pc := range svc.Ports {
+			if strconv.FormatUint(uint64(pc.Target), 10) == port {
+				t.Errorf("%s: %s port %s is published", name, variable, port)
+			}
+		}
+	}
+}
+
+// TestComposeStopGracePeriodsCoverTheDrains: docker sends SIGKILL after stop_grace_period; the starter drains
+// requests in flight for api.DefaultPlaceTimeout + 5 s (starter/main.go), the worker its activities for
+// WorkerStopTimeout.
+func TestComposeStopGracePeriodsCoverTheDrains(t *testing.T) {
+	t.Parallel()
+	p := loadCompose(t)
+	cfg, err := config.FromEnv(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, drain := range map[string]time.Duration{
+		"starter": api.DefaultPlaceTimeout + 5*time.Second,
+		"worker":  platform.WorkerOptions(cfg).WorkerStopTimeout,
+	} {
+		grace := p.Services[name].StopGracePeriod
+		if grace == nil || time.Duration(*grace) <= drain {
+			t.Errorf("%s: stop_grace_period %v, want more than its drain of %s", name, grace, drain)
+		}
 	}
 }
 
@@ -153,12 +298,17 @@ func TestComposePublishedPortsDoNotClash(t *testing.T) {
 	}
 }
 
-// configVariables are the environment variables the worker and the starter read: what config.FromEnv asks
-// for (every setting is read there).
-func configVariables(t *testing.T) map[string]bool {
+// configVariables are the environment variables process (config.Worker or config.Starter) reads: those of
+// config.FromEnv that internal/config says the process uses.
+func configVariables(t *testing.T, process string) map[string]bool {
 	t.Helper()
 	read := map[string]bool{}
-	record := func(name string) string { read[name] = true; return "" }
+	record := func(name string) string {
+		if config.ReadBy(process, name) {
+			read[name] = true
+		}
+		return ""
+	}
 	if _, err := config.FromEnv(record); err != nil {
 		t.Fatalf("config.FromEnv with an empty environment: %v", err)
 	}
@@ -221,7 +371,7 @@ func TestComposeAppEnvironmentMatchesConfig(t *testing.T) {
 	t.Parallel()
 	p := loadCompose(t)
 	for name, role := range appServices {
-		known := configVariables(t)
+		known := configVariables(t, name)
 		for k := range mainVariables(t, filepath.Join("..", role.main)) {
 			known[k] = true
 		}
@@ -229,7 +379,7 @@ func TestComposeAppEnvironmentMatchesConfig(t *testing.T) {
 		env := environment(svc)
 		for k := range env {
 			if !known[k] {
-				t.Errorf("%s: %s is set but neither internal/config nor %s/ reads it (misspelt, or dead)", name, k, role.main)
+				t.Errorf("%s: %s is set but the %s does not use it (internal/config/variables.go says who does; misspelt, or dead)", name, k, name)
 			}
 		}
 		cfg, err := config.FromEnv(func(k string) string { return env[k] })
@@ -421,5 +571,48 @@ func TestDockerfileBuildsPinnedImagesFromPackagesThatExist(t *testing.T) {
 		if _, err := os.Stat(filepath.Join("..", pkg, "main.go")); err != nil {
 			t.Errorf("Dockerfile builds %s: %v", pkg, err)
 		}
+	}
+}
+
+// TestREADMEProcessColumnMatchesConfig: the README's configuration table says, for each variable, the
+// process that reads it (starter, worker or both), as internal/config/variables.go does: that is where an
+// operator sets it.
+func TestREADMEProcessColumnMatchesConfig(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		process := strings.TrimSpace(cells[2])
+		var want []string
+		switch process {
+		case "starter":
+			want = []string{config.Starter}
+		case "worker":
+			want = []string{config.Worker}
+		case "both":
+			want = []string{config.Worker, config.Starter}
+		default:
+			continue
+		}
+		for _, m := range name.FindAllStringSubmatch(cells[1], -1) {
+			seen++
+			got := config.Readers(m[1])
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("README: %s is read by %q, internal/config says %v", m[1], process, got)
+			}
+		}
+	}
+	if seen < len(config.Variables()) {
+		t.Errorf("README names the process of %d variables, internal/config reads %d", seen, len(config.Variables()))
 	}
 }

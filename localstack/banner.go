@@ -24,7 +24,11 @@ func printBanner(w io.Writer, s *stack) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
 	row("Order API", s.apiURL)
-	row("Metrics", s.apiURL+"/metrics")
+	if a := s.opts.cfg.AdminAddr; a != "" {
+		row("Metrics", "http://"+a+"/metrics   (ADMIN_ADDR)")
+	} else {
+		row("Metrics", s.apiURL+"/metrics")
+	}
 	if s.ui != nil {
 		row("Temporal UI", s.ui.URL()+"/namespaces/"+cfg.TemporalNamespace+"/workflows")
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/devserver"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
@@ -170,7 +169,7 @@ func (s *stack) startRedis(ctx context.Context) error {
 			return err
 		}
 	}
-	rdb, err := platform.OpenRedis(ctx, s.opts.cfg.RedisAddr)
+	rdb, err := platform.OpenRedis(ctx, s.opts.cfg)
 	if err != nil {
 		return err
 	}
@@ -209,7 +208,7 @@ func (s *stack) openStore(ctx context.Context) error {
 		s.onStop("ephemeral database directory", func() error { return os.RemoveAll(dir) })
 		sqlitePath = filepath.Join(dir, "ordersaga.db")
 	}
-	store, err := sqlstore.Open(ctx, cfg.MySQLDSN, sqlitePath)
+	store, err := sqlstore.OpenWithPool(ctx, cfg.MySQLDSN, sqlitePath, platform.SQLPool(cfg))
 	if err != nil {
 		return err
 	}
@@ -260,7 +259,7 @@ func (s *stack) startWorker(ctx context.Context) error {
 	// on the API's /metrics, as in the starter.
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sdkMetrics, closeMetrics := api.NewTemporalMetricsHandler(s.registry)
+	sdkMetrics, closeMetrics := platform.NewTemporalMetricsHandler(s.registry)
 	s.onStop("sdk metrics", closeMetrics.Close)
 	c, err := platform.DialTemporal(ctx, cfg, s.log, sdkMetrics)
 	if err != nil {

@@ -1,6 +1,7 @@
 // Command starter runs the order API (docs/http-api.md): it places orders (starting OrderWorkflow), takes the
-// payment webhook, serves inventory admin, health, readiness and metrics, and at boot registers the search
-// attributes and ensures the reconciliation Schedule. Configuration comes from the environment (docs/api.md).
+// payment webhook, serves inventory admin, health, readiness and metrics (the last two in detail on ADMIN_ADDR
+// when it is set, else on the API), and at boot registers the search attributes and ensures the
+// reconciliation Schedule. Configuration comes from the environment (docs/api.md).
 package main
 
 import (
@@ -49,11 +50,15 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err := cfg.RequireAPISecrets(); err != nil {
 		return err
 	}
+	identity, err := api.ParseIdentity(cfg.CallerIdentity, cfg.CallerTokenSecret)
+	if err != nil {
+		return err
+	}
 	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sdkMetrics, closeMetrics := api.NewTemporalMetricsHandler(reg)
+	sdkMetrics, closeMetrics := platform.NewTemporalMetricsHandler(reg)
 	defer closeMetrics.Close()
 
 	redisStock, store, closeStores, err := platform.OpenStores(ctx, cfg)
@@ -77,8 +82,20 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR=%s: %w", cfg.HTTPAddr, err)
 	}
+	var adminLn net.Listener
+	if cfg.AdminAddr != "" {
+		if adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on ADMIN_ADDR=%s: %w", cfg.AdminAddr, err)
+		}
+		logger.Info("admin listener: /metrics and the detailed /readyz", "addr", adminLn.Addr().String())
+	} else {
+		logger.Warn("ADMIN_ADDR is not set: /metrics and the detailed /readyz are served on the public HTTP_ADDR; " +
+			"set ADMIN_ADDR to serve them apart, where only operators reach them")
+	}
 	logger.Info("order API listening", "addr", ln.Addr().String(), "namespace", cfg.TemporalNamespace,
-		"temporal", cfg.TemporalAddress, "db", store.Dialect(), "payment_timeout", cfg.PaymentTimeout.String())
+		"temporal", cfg.TemporalAddress, "temporal_tls", cfg.TemporalTLS, "db", store.Dialect(),
+		"payment_timeout", cfg.PaymentTimeout.String())
 	handler := api.NewServer(api.Deps{
 		Logger:            logger,
 		Temporal:          c,
@@ -91,13 +108,27 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		RedisDownFallback: cfg.ReserveDBFallback,
 		WebhookSecrets:    cfg.PaymentWebhookSecrets,
 		AdminToken:        cfg.AdminToken,
+		Identity:          identity,
+		SeparateAdmin:     adminLn != nil,
 	})
 	// The background work (the markers' backfill) stops with the process, and the process waits for it.
 	stopped := make(chan error, 1)
 	go func() { stopped <- handler.Run(ctx) }()
+	adminDone := make(chan error, 1)
+	if adminLn != nil {
+		// The admin listener outlives nothing: it drains as briefly as a scrape takes.
+		go func() {
+			adminDone <- api.Serve(ctx, adminLn, handler.Admin(), logger.With("listener", "admin"), adminDrain)
+		}()
+	} else {
+		adminDone <- nil
+	}
 	err = api.Serve(ctx, ln, handler, logger, drainTimeout)
-	return errors.Join(err, <-stopped)
+	return errors.Join(err, <-adminDone, <-stopped)
 }
+
+// adminDrain bounds the admin listener's graceful shutdown (a scrape or a readiness check).
+const adminDrain = 5 * time.Second
 
 // ensureReconcileSchedule makes sure the reconciliation Schedule exists at boot, with the interval and input of
 // RECONCILE_INTERVAL, RECONCILE_BATCH and RECONCILE_GRACE; it is idempotent, so every starter runs it

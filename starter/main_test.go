@@ -241,13 +241,19 @@ func TestRun_GracefulShutdownDrainsRequestsInFlight(t *testing.T) {
 // every configuration error names its variable before anything is dialled.
 func TestRun_MissingSecretsFailNamingTheVariable(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"PAYMENT_WEBHOOK_SECRET", "ADMIN_TOKEN", "REDIS_ADDR", "RECONCILE_INTERVAL"} {
+	bad := map[string]string{ // a bad value, not a missing one
+		"RECONCILE_INTERVAL": "often", "CALLER_IDENTITY": "jwt", "CALLER_TOKEN_SECRET": "short",
+	}
+	for _, name := range []string{"PAYMENT_WEBHOOK_SECRET", "ADMIN_TOKEN", "REDIS_ADDR", "RECONCILE_INTERVAL", "CALLER_IDENTITY", "CALLER_TOKEN_SECRET"} {
 		env := map[string]string{
 			"PAYMENT_WEBHOOK_SECRET": "x", "ADMIN_TOKEN": "y", "REDIS_ADDR": "127.0.0.1:1",
 			"SQLITE_PATH": filepath.Join(t.TempDir(), "x.db"), "RECONCILE_INTERVAL": "1m",
 		}
-		if name == "RECONCILE_INTERVAL" {
-			env[name] = "often" // a bad value, not a missing one
+		if name == "CALLER_TOKEN_SECRET" {
+			env["CALLER_IDENTITY"] = "bearer-hs256"
+		}
+		if v, ok := bad[name]; ok {
+			env[name] = v
 		} else {
 			delete(env, name)
 		}
@@ -256,5 +262,43 @@ func TestRun_MissingSecretsFailNamingTheVariable(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("without %s: run = %v, want an error naming it", name, err)
 		}
+	}
+}
+
+// TestRun_AdminAddrServesMetricsAndDetailApart: with ADMIN_ADDR set, /metrics (the API's, the Temporal SDK's)
+// and the detailed /readyz are on the admin listener; the API answers /metrics 404 and its /readyz says
+// ready and nothing of the dependencies.
+func TestRun_AdminAddrServesMetricsAndDetailApart(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	s.env["ADMIN_ADDR"] = freeAddr(t)
+	adminURL := func(path string) string { return "http://" + s.env["ADMIN_ADDR"] + path }
+	stop, wait := startRun(t, s)
+
+	if code, body := call(t, http.MethodGet, s.url("/metrics"), "", nil); code != http.StatusNotFound {
+		t.Errorf("public /metrics: %d %s, want 404", code, body)
+	}
+	code, body := call(t, http.MethodGet, s.url("/readyz"), "", nil)
+	if code != http.StatusOK || strings.TrimSpace(body) != `{"status":"ready"}` {
+		t.Errorf("public /readyz: %d %s, want 200 {\"status\":\"ready\"} alone", code, body)
+	}
+	if code, body := call(t, http.MethodGet, adminURL("/readyz"), "", nil); code != http.StatusOK ||
+		!strings.Contains(body, `"temporal":"ok"`) || !strings.Contains(body, `"database":"ok"`) {
+		t.Errorf("admin /readyz: %d %s, want 200 with each check", code, body)
+	}
+	var metrics string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, metrics = call(t, http.MethodGet, adminURL("/metrics"), "", nil); strings.Contains(metrics, "temporal_request") {
+			break
+		}
+	}
+	for _, want := range []string{`ordersaga_http_requests_total{code="404",route="unmatched"}`, "ordersaga_http_requests_total{code=\"200\",route=\"GET /readyz\"}", "temporal_request", "go_goroutines"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("admin /metrics lacks %s", want)
+		}
+	}
+	stop()
+	if err := wait(); err != nil {
+		t.Errorf("run: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
@@ -40,8 +41,13 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	defer closeStores()
+	// One registry for METRICS_ADDR: reconciliation's and the idempotency cleanup's metrics, the Temporal SDK's
+	// (temporal_*: schedule-to-start latency, workflow task failures, slots, pollers) and the process's.
 	reg := prometheus.NewRegistry()
-	c, err := platform.DialTemporal(ctx, cfg, logger, nil)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sdkMetrics, closeMetrics := platform.NewTemporalMetricsHandler(reg)
+	defer closeMetrics.Close()
+	c, err := platform.DialTemporal(ctx, cfg, logger, sdkMetrics)
 	if err != nil {
 		return err
 	}
@@ -69,7 +75,9 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	logger.Info("worker started", "task_queue", workflows.TaskQueue, "namespace", cfg.TemporalNamespace,
-		"temporal", cfg.TemporalAddress, "db", store.Dialect())
+		"temporal", cfg.TemporalAddress, "temporal_tls", cfg.TemporalTLS, "db", store.Dialect(),
+		"concurrency", cfg.WorkerConcurrency, "local_activity_concurrency", cfg.WorkerLocalActivityConcurrency,
+		"metrics", cfg.MetricsAddr)
 	<-ctx.Done()
 	logger.Info("worker stopping: finishing in-flight tasks")
 	w.Stop()

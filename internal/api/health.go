@@ -25,53 +25,60 @@ func handleHealthz() http.Handler {
 	})
 }
 
-// handleReadyz is GET /readyz: Temporal, Redis and the database answer (checked in parallel). It is
-// unauthenticated, so a failed check is named and nothing more; its error is logged. Redis alone unreachable
-// while orders are placed without it (RedisDownFallback) is 200 "degraded".
+// readiness checks Temporal, Redis and the database in parallel: each one's state ("ok" or
+// checkUnreachable) and the names of the failed ones, sorted. A failure's error is logged, never answered.
+func (s *server) readiness(ctx context.Context) (map[string]string, []string) {
+	checks := map[string]func(context.Context) error{
+		"temporal": func(ctx context.Context) error {
+			_, err := s.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		},
+		"redis":    func(ctx context.Context) error { return s.Redis.Client().Ping(ctx).Err() },
+		"database": s.Store.Ping,
+	}
+	var (
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		result = map[string]string{}
+		failed []string
+		errs   []any
+	)
+	for name, check := range checks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+			defer cancel()
+			err := check(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				// The answer is unauthenticated: a driver's message (hosts, users, SQL) goes to the log only.
+				result[name] = checkUnreachable
+				failed = append(failed, name)
+				errs = append(errs, slog.String(name, err.Error()))
+				return
+			}
+			result[name] = "ok"
+		})
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		s.Logger.Warn("not ready", append([]any{"failed", failed}, errs...)...)
+	}
+	return result, failed
+}
+
+// handleReadyz is GET /readyz in detail: Temporal, Redis and the database answer. A failed check is named
+// and nothing more (its error is logged). It is on the admin listener (ADMIN_ADDR), or on the API when there
+// is none.
 func (s *server) handleReadyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		checks := map[string]func(context.Context) error{
-			"temporal": func(ctx context.Context) error {
-				_, err := s.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
-				return err
-			},
-			"redis":    func(ctx context.Context) error { return s.Redis.Client().Ping(ctx).Err() },
-			"database": s.Store.Ping,
-		}
-		var (
-			mu     sync.Mutex
-			wg     sync.WaitGroup
-			result = map[string]string{}
-			failed []string
-			errs   []any
-		)
-		for name, check := range checks {
-			wg.Go(func() {
-				ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-				defer cancel()
-				err := check(ctx)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					// The answer is unauthenticated: a driver's message (hosts, users, SQL) goes to the log only.
-					result[name] = checkUnreachable
-					failed = append(failed, name)
-					errs = append(errs, slog.String(name, err.Error()))
-					return
-				}
-				result[name] = "ok"
-			})
-		}
-		wg.Wait()
-		if len(failed) == 1 && failed[0] == "redis" && s.RedisDownFallback {
-			// Orders are placed through the database alone: a load balancer must keep this process.
-			s.Logger.Warn("degraded: redis unreachable, orders placed through the database alone", errs...)
+		result, failed := s.readiness(r.Context())
+		if s.degraded(failed) {
 			writeJSON(w, http.StatusOK, map[string]any{"status": "degraded", "checks": result})
 			return
 		}
 		if len(failed) > 0 {
-			sort.Strings(failed)
-			s.Logger.Warn("not ready", append([]any{"failed", failed}, errs...)...)
 			pr := newProblem(kindNotReady, "unreachable: "+strings.Join(failed, ", "))
 			pr.Checks = result
 			writeProblem(w, pr)
@@ -79,4 +86,26 @@ func (s *server) handleReadyz() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": result})
 	})
+}
+
+// handlePublicReadyz is GET /readyz on the API when an admin listener has the detail: ready or not, and
+// nothing of what is down (the admin /readyz and the log say it).
+func (s *server) handlePublicReadyz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, failed := s.readiness(r.Context())
+		switch {
+		case s.degraded(failed):
+			writeJSON(w, http.StatusOK, map[string]any{"status": "degraded"})
+		case len(failed) > 0:
+			writeProblem(w, newProblem(kindNotReady, "not ready"))
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+		}
+	})
+}
+
+// degraded reports whether the failed checks are Redis's alone while orders are placed without it
+// (RedisDownFallback): the process serves, and a load balancer must keep it.
+func (s *server) degraded(failed []string) bool {
+	return s.RedisDownFallback && len(failed) == 1 && failed[0] == "redis"
 }

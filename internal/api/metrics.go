@@ -2,17 +2,12 @@ package api
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/uber-go/tally/v4"
-	tallyprom "github.com/uber-go/tally/v4/prometheus"
-	"go.temporal.io/sdk/client"
-	sdktally "go.temporal.io/sdk/contrib/tally"
 )
 
 // Metrics are the order API's Prometheus metrics.
@@ -104,15 +99,3 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// NewTemporalMetricsHandler reports the Temporal SDK's metrics (temporal_*) to reg through tally, for
-// client.Options.MetricsHandler. Close the closer at shutdown.
-func NewTemporalMetricsHandler(reg *prometheus.Registry) (client.MetricsHandler, io.Closer) {
-	reporter := tallyprom.NewReporter(tallyprom.Options{Registerer: reg})
-	scope, closer := tally.NewRootScope(tally.ScopeOptions{
-		CachedReporter:  reporter,
-		Separator:       tallyprom.DefaultSeparator,
-		SanitizeOptions: &tallyprom.DefaultSanitizerOpts,
-	}, time.Second)
-	return sdktally.NewMetricsHandler(sdktally.NewPrometheusNamingScope(scope)), closer
-}

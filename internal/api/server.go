@@ -59,6 +59,9 @@ type Deps struct {
 	UpdateTimeout time.Duration
 	// Now is the clock of the signature tolerance (nil = time.Now).
 	Now func() time.Time
+	// SeparateAdmin takes /metrics and the detailed /readyz off the API: Server.Admin serves them (the
+	// starter's ADMIN_ADDR), and the API's /readyz says only ready or not ready.
+	SeparateAdmin bool
 }
 
 // server is the dependencies the handlers share.
@@ -73,8 +76,13 @@ type server struct {
 // the sold-out fast path's idempotency markers) that its process stops with Run.
 type Server struct {
 	http.Handler
-	s *server
+	s     *server
+	admin http.Handler
 }
+
+// Admin is the admin listener's handler (ADMIN_ADDR): /healthz, the detailed /readyz and /metrics. Serve it
+// only where operators reach it, and set Deps.SeparateAdmin so the API stops serving them.
+func (h *Server) Admin() http.Handler { return h.admin }
 
 // Run returns once ctx is done and the server's background work has stopped (a backfill in progress is
 // cancelled; none starts after): placement.Service.Run. The process runs it beside Serve and waits for it
@@ -108,7 +116,9 @@ func NewServer(d Deps) *Server {
 	s.placement.Backfill()
 	mux := http.NewServeMux()
 	addRoutes(mux, s)
-	return &Server{Handler: s.metrics.instrument(problemsForUnmatched(mux)), s: s}
+	admin := http.NewServeMux()
+	addAdminRoutes(admin, s)
+	return &Server{Handler: s.metrics.instrument(problemsForUnmatched(mux)), s: s, admin: problemsForUnmatched(admin)}
 }
 
 // HTTP server timeouts: a reservation or a cancel may take tens of seconds, so writes get more than

@@ -31,6 +31,10 @@ type Config struct {
 	PaymentWebhookSecrets []string // PAYMENT_WEBHOOK_SECRET
 	// AdminToken is the bearer token of the admin endpoints (inventory).
 	AdminToken string // ADMIN_TOKEN
+	// CallerIdentity says who calls the order API ("", "header:<Header-Name>" or "bearer-hs256"), with
+	// CallerTokenSecret the secret of bearer-hs256 (api.ParseIdentity checks both and names them).
+	CallerIdentity    string // CALLER_IDENTITY
+	CallerTokenSecret string // CALLER_TOKEN_SECRET
 
 	// Reconciliation (the starter's Schedule, the worker's runs); 0 means the workflow's default.
 	ReconcileInterval time.Duration // RECONCILE_INTERVAL: between scheduled runs (default 1m)
@@ -43,6 +47,27 @@ type Config struct {
 	IdempotencyRetention time.Duration // IDEMPOTENCY_RETENTION (default 24h)
 	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
 	MetricsAddr string // METRICS_ADDR
+	// AdminAddr is where the starter serves /metrics and the detailed /readyz, apart from the public API
+	// ("" = both on HTTP_ADDR, as the HTTP contract lists them).
+	AdminAddr string // ADMIN_ADDR
+
+	// Temporal client security (temporal_tls.go): TLS is on when TemporalTLS is, which any of the other
+	// settings implies.
+	TemporalTLS           bool   // TEMPORAL_TLS
+	TemporalTLSCA         string // TEMPORAL_TLS_CA: PEM file of the CA(s) the server's certificate chains to ("" = the system's)
+	TemporalTLSCert       string // TEMPORAL_TLS_CERT: PEM file of the client certificate (mTLS), with TEMPORAL_TLS_KEY
+	TemporalTLSKey        string // TEMPORAL_TLS_KEY: PEM file of its private key
+	TemporalTLSServerName string // TEMPORAL_TLS_SERVER_NAME: the name the server's certificate must carry ("" = the host of TEMPORAL_ADDRESS)
+	TemporalAPIKey        string // TEMPORAL_API_KEY: bearer API key (Temporal Cloud)
+
+	// Pools and concurrency.
+	MySQLMaxOpenConns    int           // MYSQL_MAX_OPEN_CONNS (default 64)
+	MySQLMaxIdleConns    int           // MYSQL_MAX_IDLE_CONNS (default 64, at most MYSQL_MAX_OPEN_CONNS)
+	MySQLConnMaxLifetime time.Duration // MYSQL_CONN_MAX_LIFETIME (default 30m)
+	RedisPoolSize        int           // REDIS_POOL_SIZE: connections per process (default 128)
+	// WorkerLocalActivityConcurrency bounds the local activities (the reservation's hot path) a worker runs
+	// at once.
+	WorkerLocalActivityConcurrency int // WORKER_LOCAL_ACTIVITY_CONCURRENCY (default WORKER_CONCURRENCY)
 }
 
 // Defaults used when a variable is unset.
@@ -57,6 +82,10 @@ var defaults = Config{
 	HTTPAddr:             "127.0.0.1:8080",
 	ReserveDBFallback:    true,
 	IdempotencyRetention: 24 * time.Hour,
+	MySQLMaxOpenConns:    64,
+	MySQLMaxIdleConns:    64,
+	MySQLConnMaxLifetime: 30 * time.Minute,
+	RedisPoolSize:        128,
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in mains, a map in tests).
@@ -79,6 +108,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	str("CURRENCY", &c.Currency)
 	str("HTTP_ADDR", &c.HTTPAddr)
 	str("ADMIN_TOKEN", &c.AdminToken)
+	str("CALLER_IDENTITY", &c.CallerIdentity)
+	str("CALLER_TOKEN_SECRET", &c.CallerTokenSecret)
 	if v := strings.TrimSpace(getenv("PAYMENT_WEBHOOK_SECRET")); v != "" {
 		for _, s := range strings.Split(v, ",") {
 			s = strings.TrimSpace(s)
@@ -147,6 +178,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("HTTP_ADDR=%q: want host:port, e.g. 127.0.0.1:8080", c.HTTPAddr))
 	}
+	str("ADMIN_ADDR", &c.AdminAddr)
+	if c.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			errs = append(errs, fmt.Errorf("ADMIN_ADDR=%q: want host:port, e.g. 127.0.0.1:9090", c.AdminAddr))
+		} else if c.AdminAddr == c.HTTPAddr {
+			errs = append(errs, fmt.Errorf("ADMIN_ADDR=%q: the same as HTTP_ADDR; the admin listener must be apart from the public API", c.AdminAddr))
+		}
+	}
+	errs = append(errs, c.readPools(getenv)...)
+	errs = append(errs, c.readTemporalSecurity(getenv)...)
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("LOG_FORMAT=%q: want json or text", c.LogFormat))
 	}

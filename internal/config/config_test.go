@@ -38,15 +38,29 @@ func TestFromEnv_APISettings(t *testing.T) {
 func TestFromEnv_ErrorsNameTheVariable(t *testing.T) {
 	t.Parallel()
 	tests := map[string]map[string]string{
-		"HTTP_ADDR":              {"HTTP_ADDR": "8080"},
-		"PAYMENT_WEBHOOK_SECRET": {"PAYMENT_WEBHOOK_SECRET": "a,,b"},
-		"ORDER_PAYMENT_TIMEOUT":  {"ORDER_PAYMENT_TIMEOUT": "soon"},
-		"CURRENCY":               {"CURRENCY": "yuan"},
-		"RECONCILE_INTERVAL":     {"RECONCILE_INTERVAL": "10ms"},
-		"RECONCILE_GRACE":        {"RECONCILE_GRACE": "later"},
-		"RECONCILE_BATCH":        {"RECONCILE_BATCH": "0"},
-		"RESERVE_DB_FALLBACK":    {"RESERVE_DB_FALLBACK": "maybe"},
-		"IDEMPOTENCY_RETENTION":  {"IDEMPOTENCY_RETENTION": "a day"},
+		"HTTP_ADDR":                         {"HTTP_ADDR": "8080"},
+		"PAYMENT_WEBHOOK_SECRET":            {"PAYMENT_WEBHOOK_SECRET": "a,,b"},
+		"ORDER_PAYMENT_TIMEOUT":             {"ORDER_PAYMENT_TIMEOUT": "soon"},
+		"CURRENCY":                          {"CURRENCY": "yuan"},
+		"RECONCILE_INTERVAL":                {"RECONCILE_INTERVAL": "10ms"},
+		"RECONCILE_GRACE":                   {"RECONCILE_GRACE": "later"},
+		"RECONCILE_BATCH":                   {"RECONCILE_BATCH": "0"},
+		"RESERVE_DB_FALLBACK":               {"RESERVE_DB_FALLBACK": "maybe"},
+		"IDEMPOTENCY_RETENTION":             {"IDEMPOTENCY_RETENTION": "a day"},
+		"ADMIN_ADDR":                        {"ADMIN_ADDR": "9090"},
+		"ADMIN_ADDR=HTTP_ADDR":              {"ADMIN_ADDR": "127.0.0.1:8080"},
+		"MYSQL_MAX_OPEN_CONNS":              {"MYSQL_MAX_OPEN_CONNS": "0"},
+		"MYSQL_MAX_OPEN_CONNS=x":            {"MYSQL_MAX_OPEN_CONNS": "many"},
+		"MYSQL_MAX_IDLE_CONNS":              {"MYSQL_MAX_IDLE_CONNS": "-1"},
+		"MYSQL_MAX_IDLE_CONNS=>":            {"MYSQL_MAX_OPEN_CONNS": "10", "MYSQL_MAX_IDLE_CONNS": "11"},
+		"MYSQL_CONN_MAX_LIFETIME":           {"MYSQL_CONN_MAX_LIFETIME": "100ms"},
+		"REDIS_POOL_SIZE":                   {"REDIS_POOL_SIZE": "1e9"},
+		"WORKER_LOCAL_ACTIVITY_CONCURRENCY": {"WORKER_LOCAL_ACTIVITY_CONCURRENCY": "0"},
+		"TEMPORAL_TLS":                      {"TEMPORAL_TLS": "yes please"},
+		"TEMPORAL_TLS=false":                {"TEMPORAL_TLS": "false", "TEMPORAL_API_KEY": "k"},
+		"TEMPORAL_TLS_CA":                   {"TEMPORAL_TLS_CA": "/nonexistent/ca.pem"},
+		"TEMPORAL_TLS_KEY":                  {"TEMPORAL_TLS_CERT": "/nonexistent/client.pem"},
+		"TEMPORAL_TLS_CERT":                 {"TEMPORAL_TLS_KEY": "/nonexistent/client-key.pem"},
 	}
 	for _, bad := range []string{"0s", "-1h", "24"} {
 		tests["IDEMPOTENCY_RETENTION="+bad] = map[string]string{"IDEMPOTENCY_RETENTION": bad}

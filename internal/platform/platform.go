@@ -37,40 +37,73 @@ func NewLogger(w io.Writer, format, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// DialTemporal connects a Temporal client with the SDK's logger bridged to slog and, when metrics is set, the
-// SDK's metrics on it (the one way every process dials Temporal).
+// DialTemporal connects a Temporal client with the SDK's logger bridged to slog, the TLS, mTLS and API key of
+// the configuration (TEMPORAL_TLS*, TEMPORAL_API_KEY) and, when metrics is set, the SDK's metrics on it (the
+// one way every process dials Temporal).
 func DialTemporal(ctx context.Context, cfg config.Config, logger *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:       cfg.TemporalAddress,
-		Namespace:      cfg.TemporalNamespace,
-		Logger:         tlog.NewStructuredLogger(logger.With("component", "temporal")),
-		MetricsHandler: metrics,
-	})
+	opts, err := TemporalOptions(cfg, logger, metrics)
 	if err != nil {
-		return nil, fmt.Errorf("dial temporal at TEMPORAL_ADDRESS=%s: %w", cfg.TemporalAddress, err)
+		return nil, err
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal at TEMPORAL_ADDRESS=%s (tls %t): %w", cfg.TemporalAddress, cfg.TemporalTLS, err)
 	}
 	return c, nil
 }
 
-// OpenRedis connects to Redis and checks it answers.
-func OpenRedis(ctx context.Context, addr string) (*redis.Client, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, MinIdleConns: 8})
+// TemporalOptions are the client options DialTemporal dials with.
+func TemporalOptions(cfg config.Config, logger *slog.Logger, metrics client.MetricsHandler) (client.Options, error) {
+	tc, err := cfg.TemporalTLSConfig()
+	if err != nil {
+		return client.Options{}, fmt.Errorf("dial temporal: %w", err)
+	}
+	opts := client.Options{
+		HostPort:          cfg.TemporalAddress,
+		Namespace:         cfg.TemporalNamespace,
+		Logger:            tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		MetricsHandler:    metrics,
+		ConnectionOptions: client.ConnectionOptions{TLS: tc},
+	}
+	if cfg.TemporalAPIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
+	}
+	return opts, nil
+}
+
+// OpenRedis connects to Redis (REDIS_ADDR, a pool of REDIS_POOL_SIZE) and checks it answers.
+func OpenRedis(ctx context.Context, cfg config.Config) (*redis.Client, error) {
+	pool := cfg.RedisPoolSize
+	if pool <= 0 {
+		pool = 128
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, PoolSize: pool, MinIdleConns: min(8, pool)})
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("redis at REDIS_ADDR=%s: %w", addr, err)
+		return nil, fmt.Errorf("redis at REDIS_ADDR=%s: %w", cfg.RedisAddr, err)
 	}
 	return rdb, nil
 }
 
+// SQLPool is the database pool of the configuration (MYSQL_MAX_OPEN_CONNS, MYSQL_MAX_IDLE_CONNS,
+// MYSQL_CONN_MAX_LIFETIME).
+func SQLPool(cfg config.Config) sqlstore.Pool {
+	p := sqlstore.Pool{MaxOpenConns: cfg.MySQLMaxOpenConns, MaxIdleConns: cfg.MySQLMaxIdleConns, ConnMaxLifetime: cfg.MySQLConnMaxLifetime}
+	if p.MaxIdleConns == 0 && cfg.MySQLMaxOpenConns > 0 {
+		p.MaxIdleConns = -1 // MYSQL_MAX_IDLE_CONNS=0: none kept idle (the zero field would mean the default)
+	}
+	return p
+}
+
 // OpenStores opens Redis and the database from the configuration (both must be set).
 func OpenStores(ctx context.Context, cfg config.Config) (*redisstock.Store, *sqlstore.Store, func(), error) {
-	rdb, err := OpenRedis(ctx, cfg.RedisAddr)
+	rdb, err := OpenRedis(ctx, cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	store, err := sqlstore.Open(ctx, cfg.MySQLDSN, cfg.SQLitePath)
+	store, err := sqlstore.OpenWithPool(ctx, cfg.MySQLDSN, cfg.SQLitePath, SQLPool(cfg))
 	if err != nil {
 		rdb.Close()
 		return nil, nil, nil, err
@@ -105,13 +138,15 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 	return nil
 }
 
-// WorkerOptions are the order worker's options: concurrency from WORKER_CONCURRENCY, and a stop timeout so
-// in-flight activities finish on SIGTERM.
+// WorkerOptions are the order worker's options: concurrency from WORKER_CONCURRENCY, the local activities
+// of the reservation's hot path bounded by WORKER_LOCAL_ACTIVITY_CONCURRENCY (the SDK's default is 1000,
+// far more than the database pool serves), and a stop timeout so in-flight activities finish on SIGTERM.
 func WorkerOptions(cfg config.Config) worker.Options {
 	return worker.Options{
-		MaxConcurrentActivityExecutionSize:     cfg.WorkerConcurrency,
-		MaxConcurrentWorkflowTaskExecutionSize: cfg.WorkerConcurrency,
-		WorkerStopTimeout:                      15 * time.Second,
+		MaxConcurrentActivityExecutionSize:      cfg.WorkerConcurrency,
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
+		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerLocalActivityConcurrency,
+		WorkerStopTimeout:                       15 * time.Second,
 	}
 }
 

@@ -32,8 +32,29 @@ type Store struct {
 }
 
 // Open opens MySQL when mysqlDSN is set, else SQLite at sqlitePath (created if missing), and applies the
-// schema migrations.
+// schema migrations. MySQL gets the default Pool.
 func Open(ctx context.Context, mysqlDSN, sqlitePath string) (*Store, error) {
+	return OpenWithPool(ctx, mysqlDSN, sqlitePath, Pool{})
+}
+
+// Pool sizes MySQL's connection pool; a zero field keeps its default. SQLite always has one connection.
+type Pool struct {
+	MaxOpenConns    int           // default 64
+	MaxIdleConns    int           // default 64 (at most MaxOpenConns); negative: none kept idle
+	ConnMaxLifetime time.Duration // default 30m
+}
+
+// OpenWithPool is Open with MySQL's pool sized by pool (MYSQL_MAX_OPEN_CONNS and the like).
+func OpenWithPool(ctx context.Context, mysqlDSN, sqlitePath string, pool Pool) (*Store, error) {
+	if pool.MaxOpenConns <= 0 {
+		pool.MaxOpenConns = 64
+	}
+	if pool.MaxIdleConns == 0 {
+		pool.MaxIdleConns = min(64, pool.MaxOpenConns)
+	}
+	if pool.ConnMaxLifetime <= 0 {
+		pool.ConnMaxLifetime = 30 * time.Minute
+	}
 	var (
 		db      *gorm.DB
 		dialect string
@@ -55,9 +76,9 @@ func Open(ctx context.Context, mysqlDSN, sqlitePath string) (*Store, error) {
 		db, err = gorm.Open(gormmysql.Open(dsn.FormatDSN()), cfg)
 		if err == nil {
 			sqlDB, _ := db.DB()
-			sqlDB.SetMaxOpenConns(64)
-			sqlDB.SetMaxIdleConns(64)
-			sqlDB.SetConnMaxLifetime(30 * time.Minute)
+			sqlDB.SetMaxOpenConns(pool.MaxOpenConns)
+			sqlDB.SetMaxIdleConns(pool.MaxIdleConns)
+			sqlDB.SetConnMaxLifetime(pool.ConnMaxLifetime)
 		}
 	} else {
 		if sqlitePath == "" {
