@@ -53,14 +53,11 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	// refuse, and only a key without state in the database (whose first answer was never kept).
 	marker := MarkerName(p.req.UserID, p.req.Key)
 	fast, err := p.s.checkOrder(ctx, marker, p.req.UserID, p.req.Lines)
-	if err != nil {
-		if !p.s.placesWithoutRedis(err) {
-			return unavailable(serviceRedis, err), nil
-		}
-		// Redis is unreachable and the database-only path is on: no fast path, no admission gate and no
-		// marker; the order's reserve goes to the database alone (the worker's fallback), and the markers'
-		// fence keeps every process off the fast path until this key's marker is written.
-		p.redisDown = true
+	// Redis unreachable with the database-only path on (redisFails false): no fast path, no admission gate and
+	// no marker; the order's reserve goes to the database alone (the worker's fallback), and the markers' fence
+	// keeps every process off the fast path until this key's marker is written.
+	if err != nil && p.redisFails(err) {
+		return unavailable(serviceRedis, err), nil
 	}
 	if fast.Refuse() {
 		return fastRefusal(fast), nil
@@ -79,9 +76,7 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	if fast.Ready && !fast.Claimed {
 		sku, err := p.admit(ctx, &adm)
 		switch {
-		case err != nil && p.s.placesWithoutRedis(err):
-			p.redisDown = true
-		case err != nil:
+		case err != nil && p.redisFails(err):
 			return unavailable(serviceRedis, err), nil
 		case sku != "":
 			return gated(sku), nil
@@ -107,9 +102,7 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		switch {
 		case err == nil:
 			marked = true
-		case p.s.placesWithoutRedis(err):
-			p.redisDown = true
-		default:
+		case p.redisFails(err):
 			return unavailable(serviceRedis, err), nil
 		}
 	}
@@ -131,10 +124,7 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	// workflow: one that has is deciding, and every request with the key answers as it does.
 	if !rec.Started && !p.redisDown {
 		again, err := p.stock.CheckOrder(ctx, marker, p.req.UserID, p.req.Lines)
-		switch {
-		case err != nil && p.s.placesWithoutRedis(err):
-			p.redisDown = true
-		case err != nil:
+		if err != nil && p.redisFails(err) {
 			return unavailable(serviceRedis, err), nil
 		}
 		if again.SoldOutSKU != "" || again.Limit != nil {
@@ -152,10 +142,9 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		adm = nil
 	case !rec.Started && adm == nil && !p.redisDown:
 		sku, err := p.admit(ctx, &adm)
-		if err != nil && !p.s.placesWithoutRedis(err) {
+		if err != nil && p.redisFails(err) {
 			return unavailable(serviceRedis, err), nil
 		}
-		p.redisDown = p.redisDown || err != nil
 		if sku != "" {
 			// Refused by the units of other requests, which may include the one that started this key's
 			// order since rec was read.
@@ -257,4 +246,14 @@ func (p *placement) admit(ctx context.Context, adm **admitted) (string, error) {
 		*adm = a
 	}
 	return sku, err
+}
+
+// redisFails reports whether a Redis call's error fails the request (Unavailable). When Redis is unreachable
+// and the database-only path is on it does not: the placement goes on without Redis and calls it no more.
+func (p *placement) redisFails(err error) bool {
+	if p.s.placesWithoutRedis(err) {
+		p.redisDown = true
+		return false
+	}
+	return true
 }
