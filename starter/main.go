@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/apiprocess"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/workflows"
@@ -50,8 +50,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err := cfg.RequireAPISecrets(); err != nil {
 		return err
 	}
-	identity, err := api.ParseIdentity(cfg.CallerIdentity, cfg.CallerTokenSecret)
-	if err != nil {
+	if err := apiprocess.Check(cfg); err != nil {
 		return err
 	}
 	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
@@ -82,53 +81,20 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR=%s: %w", cfg.HTTPAddr, err)
 	}
-	var adminLn net.Listener
-	if cfg.AdminAddr != "" {
-		if adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
-			ln.Close()
-			return fmt.Errorf("listen on ADMIN_ADDR=%s: %w", cfg.AdminAddr, err)
-		}
-		logger.Info("admin listener: /metrics and the detailed /readyz", "addr", adminLn.Addr().String())
-	} else {
+	if cfg.AdminAddr == "" {
 		logger.Warn("ADMIN_ADDR is not set: /metrics and the detailed /readyz are served on the public HTTP_ADDR; " +
 			"set ADMIN_ADDR to serve them apart, where only operators reach them")
 	}
 	logger.Info("order API listening", "addr", ln.Addr().String(), "namespace", cfg.TemporalNamespace,
 		"temporal", cfg.TemporalAddress, "temporal_tls", cfg.TemporalTLS, "db", store.Dialect(),
 		"payment_timeout", cfg.PaymentTimeout.String())
-	handler := api.NewServer(api.Deps{
-		Logger:            logger,
-		Temporal:          c,
-		Store:             store,
-		Redis:             redisStock,
-		Registry:          reg,
-		Currency:          cfg.Currency,
-		PaymentTimeout:    cfg.PaymentTimeout,
-		Retention:         cfg.IdempotencyRetention,
-		RedisDownFallback: cfg.ReserveDBFallback,
-		WebhookSecrets:    cfg.PaymentWebhookSecrets,
-		AdminToken:        cfg.AdminToken,
-		Identity:          identity,
-		SeparateAdmin:     adminLn != nil,
-	})
-	// The background work (the markers' backfill) stops with the process, and the process waits for it.
-	stopped := make(chan error, 1)
-	go func() { stopped <- handler.Run(ctx) }()
-	adminDone := make(chan error, 1)
-	if adminLn != nil {
-		// The admin listener outlives nothing: it drains as briefly as a scrape takes.
-		go func() {
-			adminDone <- api.Serve(ctx, adminLn, handler.Admin(), logger.With("listener", "admin"), adminDrain)
-		}()
-	} else {
-		adminDone <- nil
+	srv, err := apiprocess.Open(cfg, api.Deps{Logger: logger, Temporal: c, Store: store, Redis: redisStock, Registry: reg}, ln)
+	if err != nil {
+		return err
 	}
-	err = api.Serve(ctx, ln, handler, logger, drainTimeout)
-	return errors.Join(err, <-adminDone, <-stopped)
+	// The background work (the markers' backfill) stops with the process, and the process waits for it.
+	return srv.Serve(ctx, drainTimeout)
 }
-
-// adminDrain bounds the admin listener's graceful shutdown (a scrape or a readiness check).
-const adminDrain = 5 * time.Second
 
 // ensureReconcileSchedule makes sure the reconciliation Schedule exists at boot, with the interval and input of
 // RECONCILE_INTERVAL, RECONCILE_BATCH and RECONCILE_GRACE; it is idempotent, so every starter runs it

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
@@ -36,7 +37,7 @@ type stack struct {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	s := &stack{srv: temporaltest.NewServer(temporaltest.WithT(t))}
+	s := &stack{srv: sagatest.NewServer(t)}
 	s.rdb, s.prefix = testenv.RedisClient(t)
 	s.env = map[string]string{
 		"HTTP_ADDR":              freeAddr(t),

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -23,7 +23,7 @@ import (
 // there (schedule-to-start latency of workflow tasks, the task slots), beside reconciliation's own.
 func TestWorkerServesTemporalSDKMetrics(t *testing.T) {
 	t.Parallel()
-	srv := temporaltest.NewServer(temporaltest.WithT(t))
+	srv := sagatest.NewServer(t)
 	rdb, prefix := testenv.RedisClient(t)
 	metricsAddr := freeAddr(t)
 	env := map[string]string{

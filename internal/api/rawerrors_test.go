@@ -67,9 +67,21 @@ func TestPlaceOrder_AReservationFailingOnARawErrorAnswersItsKindOnly(t *testing.
 	if !strings.Contains(p.Detail, closed) {
 		t.Errorf("503 detail %q does not carry the closed_reason %q", p.Detail, closed)
 	}
-	if logged := logs.find("reservation failed"); !strings.Contains(strings.ToLower(logged), strings.ToLower(secrets[0])) {
-		t.Errorf("the worker's log of the failure %q does not carry %q: the whole error belongs in the log", logged, secrets[0])
+	// The last attempt's error is the one logged: usually the refused user, but on a loaded machine it can
+	// be a dial that timed out (it names the host). Either way it is the store's own words, not the kind.
+	if logged := logs.find("reservation failed"); !carriesAny(logged, secrets) {
+		t.Errorf("the worker's log of the failure %q carries none of %q: the whole error belongs in the log", logged, secrets)
 	}
+}
+
+// carriesAny reports whether text carries any of words (case-insensitive).
+func carriesAny(text string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(strings.ToLower(text), strings.ToLower(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // noSecrets fails the test when text carries any of secrets (case-insensitive).

@@ -178,6 +178,13 @@ var layers = []layer{
 			"go.temporal.io/server/..."}),
 	},
 	{
+		name:       "internal/apiprocess: the order API as a process runs it (settings from the configuration, listeners, drain)",
+		pkgs:       paths("internal/apiprocess/..."),
+		module:     []string{"internal/api", "internal/config"},
+		thirdParty: []string{},
+		forbid:     concat(storeLibs, temporal),
+	},
+	{
 		name:       "internal/placement: the place-order service, plain Go (no HTTP); the stores through their packages",
 		pkgs:       paths("internal/placement/..."),
 		module:     []string{"", "workflows", "internal/orderclient", "internal/sqlstore", "internal/admission"},

@@ -7,16 +7,16 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // Two starter boots: the schedule is created once, the second call updates it, and overlapping runs are skipped.
 func TestEnsureSchedule_CreatesOnceAndUpdates(t *testing.T) {
 	t.Parallel()
-	srv := temporaltest.NewServer(temporaltest.WithT(t))
+	srv := sagatest.NewServer(t)
 	c := srv.GetDefaultClient()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -16,12 +16,12 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/temporal"
-	"go.temporal.io/server/temporaltest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
@@ -44,8 +44,7 @@ func TestDialTemporal_TLS(t *testing.T) {
 		}
 		return h(ctx, req)
 	}
-	srv := temporaltest.NewServer(temporaltest.WithT(t),
-		temporaltest.WithBaseServerOptions(temporal.WithChainedFrontendGrpcInterceptors(record)))
+	srv := sagatest.NewServer(t, temporal.WithChainedFrontendGrpcInterceptors(record))
 	ca := testenv.NewCA(t, "temporal")
 	frontend := tlsFrontend(t, srv.GetFrontendHostPort(), ca.Server(t, "temporal.test").TLS, ca.Pool())
 	cert := ca.Client(t, "ordersaga-worker")

@@ -2,14 +2,11 @@ package sagatest
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 
@@ -48,17 +45,7 @@ func StartOn(tb testing.TB, store *sqlstore.Store, rs *redisstock.Store, adjust 
 // are), for instance the Redis-down fallback turned on.
 func StartWith(tb testing.TB, store *sqlstore.Store, rs *redisstock.Store, acts func(*activities.Activities), adjust ...func(*worker.Options)) *Env {
 	tb.Helper()
-	t, ok := tb.(*testing.T)
-	var opts []temporaltest.TestServerOption
-	if ok {
-		opts = append(opts, temporaltest.WithT(t))
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts = append(opts, temporaltest.WithBaseClientOptions(client.Options{Logger: tlog.NewStructuredLogger(logger)}))
-	srv := temporaltest.NewServer(opts...)
-	if !ok {
-		tb.Cleanup(srv.Stop)
-	}
+	srv := NewServer(tb)
 	c := srv.GetDefaultClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,0 +1,86 @@
+// Package apiprocess runs the order API as a process does: the API's settings read from the configuration,
+// its listener and the admin listener (ADMIN_ADDR), the markers' backfill, and the graceful drain. The
+// starter and the local stack both run the API through it, so a new setting of the API is one edit here.
+//
+// May import: internal/api, internal/config and the standard library (checked by internal/layers).
+package apiprocess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/config"
+)
+
+// AdminDrain bounds the admin listener's graceful shutdown (a scrape or a readiness check).
+const AdminDrain = 5 * time.Second
+
+// Server is the order API, listening, not yet serving.
+type Server struct {
+	handler *api.Server
+	ln      net.Listener
+	adminLn net.Listener // nil without ADMIN_ADDR
+	logger  *slog.Logger
+}
+
+// Check validates the API's settings of cfg that Open would refuse (the caller identity), so a process can
+// refuse a bad configuration before it dials anything.
+func Check(cfg config.Config) error {
+	_, err := api.ParseIdentity(cfg.CallerIdentity, cfg.CallerTokenSecret)
+	return err
+}
+
+// Open completes deps with the API's settings of cfg (currency, payment timeout, idempotency retention, the
+// Redis-down fallback, the webhook secrets, the admin token, the caller identity) and listens on ln and, when
+// cfg.AdminAddr is set, on the admin address. The caller gives the process's parts in deps: logger, Temporal
+// client, stores and metrics registry. On an error ln is closed.
+func Open(cfg config.Config, deps api.Deps, ln net.Listener) (*Server, error) {
+	identity, err := api.ParseIdentity(cfg.CallerIdentity, cfg.CallerTokenSecret)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	var adminLn net.Listener
+	if cfg.AdminAddr != "" {
+		if adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listen on ADMIN_ADDR=%s: %w", cfg.AdminAddr, err)
+		}
+		deps.Logger.Info("admin listener: /metrics and the detailed /readyz", "addr", adminLn.Addr().String())
+	}
+	deps.Currency = cfg.Currency
+	deps.PaymentTimeout = cfg.PaymentTimeout
+	deps.Retention = cfg.IdempotencyRetention
+	deps.RedisDownFallback = cfg.ReserveDBFallback
+	deps.WebhookSecrets = cfg.PaymentWebhookSecrets
+	deps.AdminToken = cfg.AdminToken
+	deps.Identity = identity
+	deps.SeparateAdmin = adminLn != nil
+	return &Server{handler: api.NewServer(deps), ln: ln, adminLn: adminLn, logger: deps.Logger}, nil
+}
+
+// Addr is the API's listening address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve serves the API (and the admin listener) until ctx is done, then gives the requests in flight drain to
+// finish, and returns once the API, the admin listener and the background work (the markers' backfill) have
+// stopped.
+func (s *Server) Serve(ctx context.Context, drain time.Duration) error {
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.handler.Run(ctx) }()
+	adminDone := make(chan error, 1)
+	if s.adminLn != nil {
+		go func() {
+			adminDone <- api.Serve(ctx, s.adminLn, s.handler.Admin(), s.logger.With("listener", "admin"), AdminDrain)
+		}()
+	} else {
+		adminDone <- nil
+	}
+	err := api.Serve(ctx, s.ln, s.handler, s.logger, drain)
+	return errors.Join(err, <-adminDone, <-stopped)
+}
