@@ -46,11 +46,15 @@ func (s *Service) placesWithoutRedis(err error) bool {
 }
 
 // fenced reports whether the fast path and the admission gate must stay off: the fence is up, or this
-// process's copy of it is too old and cannot be read now.
+// process's copy of it is too old to trust and cannot be read now. A copy older than fenceRefresh but still
+// trusted is refreshed in the background, so under a steady load no request waits for the read.
 func (s *Service) fenced(ctx context.Context) bool {
 	c := s.fence.copy.Load()
-	if c == nil || time.Since(c.readAt) > fenceRefresh {
-		c = s.readFence(ctx)
+	switch {
+	case c == nil || time.Since(c.readAt) > fenceTrust:
+		c = s.readFence(ctx) // nothing to trust: this request waits for the read
+	case time.Since(c.readAt) > fenceRefresh:
+		s.fenceReads.DoChan("fence", s.fenceRead(ctx)) // the copy is trusted meanwhile
 	}
 	return c == nil || c.active || time.Since(c.readAt) > fenceTrust
 }
@@ -58,7 +62,15 @@ func (s *Service) fenced(ctx context.Context) bool {
 // readFence reads the fence into this process's copy (one read at a time; concurrent callers share it) and
 // returns the copy (the previous one when the read failed).
 func (s *Service) readFence(ctx context.Context) *fenceCopy {
-	v, _, _ := s.fenceReads.Do("fence", func() (any, error) {
+	v, _, _ := s.fenceReads.Do("fence", s.fenceRead(ctx))
+	c, _ := v.(*fenceCopy)
+	return c
+}
+
+// fenceRead is one read of the fence into this process's copy, bounded by fenceTrust and not cancelled with
+// ctx (other callers share it); it returns the new copy, or the previous one when the read failed.
+func (s *Service) fenceRead(ctx context.Context) func() (any, error) {
+	return func() (any, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fenceTrust)
 		defer cancel()
 		start := time.Now()
@@ -68,11 +80,17 @@ func (s *Service) readFence(ctx context.Context) *fenceCopy {
 			return s.fence.copy.Load(), nil
 		}
 		c := &fenceCopy{readAt: start, active: f.Active}
-		s.fence.copy.Store(c)
-		return c, nil
-	})
-	c, _ := v.(*fenceCopy)
-	return c
+		for {
+			// A read that began before a newer copy (this process's own raise) never replaces it.
+			prev := s.fence.copy.Load()
+			if prev != nil && prev.readAt.After(start) {
+				return prev, nil
+			}
+			if s.fence.copy.CompareAndSwap(prev, c) {
+				return c, nil
+			}
+		}
+	}
 }
 
 // raiseFence raises the fence for a key claimed without its marker, and returns once it has been up long
