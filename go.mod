@@ -16,6 +16,8 @@ require (
 	modernc.org/sqlite v1.51.0
 )
 
+require go.temporal.io/sdk/contrib/opentelemetry v0.8.1 // indirect
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	cloud.google.com/go v0.123.0 // indirect

@@ -81,10 +81,18 @@ func start(ctx context.Context, opts options, logOut io.Writer) (_ *stack, err e
 		}
 	}
 
+	tracing, err := platform.StartTracing(ctx, cfg, "ordersaga-localstack")
+	if err != nil {
+		return nil, err
+	}
+	s.onStop("tracing", tracing.Close)
 	if err := s.startRedis(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := platform.TraceStores(cfg, s.rdb, s.store); err != nil {
 		return nil, err
 	}
 	if err := s.startTemporal(ctx); err != nil {
@@ -295,3 +303,4 @@ func listen(addr, flag string) (net.Listener, error) {
 	}
 	return ln, nil
 }
+

@@ -54,6 +54,11 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
+	tracing, err := platform.StartTracing(ctx, cfg, "ordersaga-api")
+	if err != nil {
+		return err
+	}
+	defer tracing.Close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

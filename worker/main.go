@@ -36,6 +36,11 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
+	tracing, err := platform.StartTracing(ctx, cfg, "ordersaga-worker")
+	if err != nil {
+		return err
+	}
+	defer tracing.Close()
 	redisStock, store, closeStores, err := platform.OpenStores(ctx, cfg)
 	if err != nil {
 		return err

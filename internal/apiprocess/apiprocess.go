@@ -2,7 +2,7 @@
 // its listener and the admin listener (ADMIN_ADDR), the markers' backfill, and the graceful drain. The
 // starter and the local stack both run the API through it, so a new setting of the API is one edit here.
 //
-// May import: internal/api, internal/config and the standard library (checked by internal/layers).
+// May import: internal/api, internal/config, OpenTelemetry and the standard library (checked by internal/layers).
 package apiprocess
 
 import (
@@ -11,7 +11,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
@@ -26,6 +29,7 @@ type Server struct {
 	ln      net.Listener
 	adminLn net.Listener // nil without ADMIN_ADDR
 	logger  *slog.Logger
+	traced  bool // a server span per request (cfg.TracingOn)
 }
 
 // Check validates the API's settings of cfg that Open would refuse (the caller identity), so a process can
@@ -61,7 +65,7 @@ func Open(cfg config.Config, deps api.Deps, ln net.Listener) (*Server, error) {
 	deps.AdminToken = cfg.AdminToken
 	deps.Identity = identity
 	deps.SeparateAdmin = adminLn != nil
-	return &Server{handler: api.NewServer(deps), ln: ln, adminLn: adminLn, logger: deps.Logger}, nil
+	return &Server{handler: api.NewServer(deps), ln: ln, adminLn: adminLn, logger: deps.Logger, traced: cfg.TracingOn()}, nil
 }
 
 // Addr is the API's listening address.
@@ -81,6 +85,26 @@ func (s *Server) Serve(ctx context.Context, drain time.Duration) error {
 	} else {
 		adminDone <- nil
 	}
-	err := api.Serve(ctx, s.ln, s.handler, s.logger, drain)
+	var h http.Handler = s.handler
+	if s.traced {
+		h = Traced(h)
+	}
+	err := api.Serve(ctx, s.ln, h, s.logger, drain)
 	return errors.Join(err, <-adminDone, <-stopped)
+}
+
+// Traced wraps the order API's handler in an OpenTelemetry server span per request, named by its route
+// ("POST /v1/orders"), continuing the trace a caller sent in traceparent. The spans of the order it places
+// (Update-with-Start, the workflow, the activities, Redis and SQL) are its children.
+func Traced(h http.Handler) http.Handler {
+	return otelhttp.NewHandler(h, "order-api", otelhttp.WithSpanNameFormatter(routeName))
+}
+
+// routeName names a request's span by the route that served it (the mux sets r.Pattern while it serves, and
+// the span is renamed then), by its method alone until then.
+func routeName(_ string, r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return r.Method
 }

@@ -47,6 +47,10 @@ type Config struct {
 	IdempotencyRetention time.Duration // IDEMPOTENCY_RETENTION (default 24h)
 	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
 	MetricsAddr string // METRICS_ADDR
+	// Traces: OpenTelemetry tracing is on when either is set (platform.StartTracing). The OTLP exporter reads
+	// the other OTEL_EXPORTER_OTLP_* variables itself; only the gRPC protocol is built in.
+	TracesEndpoint string // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT
+	TracesFile     string // TRACES_FILE: spans as JSON lines, appended to this file
 	// AdminAddr is where the starter serves /metrics and the detailed /readyz, apart from the public API
 	// ("" = both on HTTP_ADDR, as the HTTP contract lists them).
 	AdminAddr string // ADMIN_ADDR
@@ -186,6 +190,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("ADMIN_ADDR=%q: the same as HTTP_ADDR; the admin listener must be apart from the public API", c.AdminAddr))
 		}
 	}
+	errs = append(errs, c.readTracing(getenv)...)
 	errs = append(errs, c.readPools(getenv)...)
 	errs = append(errs, c.readTemporalSecurity(getenv)...)
 	if c.LogFormat != "json" && c.LogFormat != "text" {
@@ -226,3 +231,22 @@ func (c Config) RequireStores() error {
 	}
 	return errors.Join(errs...)
 }
+
+// readTracing reads where spans go (OTLP over gRPC, a file) and refuses an OTLP protocol other than gRPC.
+func (c *Config) readTracing(getenv func(string) string) []error {
+	var errs []error
+	c.TracesEndpoint = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+	if c.TracesEndpoint == "" {
+		c.TracesEndpoint = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	}
+	c.TracesFile = strings.TrimSpace(getenv("TRACES_FILE"))
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := strings.TrimSpace(getenv(name)); v != "" && v != "grpc" {
+			errs = append(errs, fmt.Errorf("%s=%q: only grpc is supported (the collector's OTLP/gRPC port, usually 4317)", name, v))
+		}
+	}
+	return errs
+}
+
+// TracingOn reports whether spans are recorded (an OTLP endpoint or TRACES_FILE is set).
+func (c Config) TracingOn() bool { return c.TracesEndpoint != "" || c.TracesFile != "" }

@@ -32,6 +32,12 @@ var readers = map[string][]string{
 	"MYSQL_CONN_MAX_LIFETIME":  {Worker, Starter},
 	"LOG_FORMAT":               {Worker, Starter},
 	"LOG_LEVEL":                {Worker, Starter},
+
+	"OTEL_EXPORTER_OTLP_ENDPOINT":        {Worker, Starter},
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": {Worker, Starter},
+	"OTEL_EXPORTER_OTLP_PROTOCOL":        {Worker, Starter},
+	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": {Worker, Starter},
+	"TRACES_FILE":                        {Worker, Starter},
 	// The worker runs the activities: their concurrency, the reserve's fallback and its own metrics.
 	"WORKER_CONCURRENCY":                {Worker},
 	"WORKER_LOCAL_ACTIVITY_CONCURRENCY": {Worker},

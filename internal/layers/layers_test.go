@@ -69,6 +69,9 @@ var (
 		"github.com/mattn/go-sqlite3/...", "github.com/lib/pq/...", "github.com/jackc/pgx/..."}
 	storeLibs = concat(redisLibs, gormLibs, sqlLibs)
 	temporal  = []string{"go.temporal.io/..."}
+	// otelAPI is OpenTelemetry's API (spans), without its SDK or exporters: what a store may use to trace its I/O.
+	otelAPI = []string{"go.opentelemetry.io/otel", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes",
+		"go.opentelemetry.io/otel/trace"}
 )
 
 func concat(groups ...[]string) []string { return slices.Concat(groups...) }
@@ -130,10 +133,10 @@ var layers = []layer{
 			"go.temporal.io/sdk/worker", "go.temporal.io/server/..."}),
 	},
 	{
-		name:       "internal/redisstock: the Redis stock store, its keys and scripts; go-redis only",
+		name:       "internal/redisstock: the Redis stock store, its keys and scripts; go-redis (and the OpenTelemetry API for its spans) only",
 		pkgs:       paths("internal/redisstock/..."),
 		module:     []string{""},
-		thirdParty: []string{"github.com/redis/go-redis/..."},
+		thirdParty: concat([]string{"github.com/redis/go-redis/..."}, otelAPI),
 		forbid:     concat(gormLibs, sqlLibs, temporal, []string{"github.com/alicebob/miniredis/..."}),
 	},
 	{
@@ -144,10 +147,10 @@ var layers = []layer{
 		forbid:     concat(gormLibs, sqlLibs, temporal, []string{"github.com/alicebob/miniredis/..."}),
 	},
 	{
-		name:       "internal/sqlstore: the SQL store (inventory, ledger, orders, payments, keys, anomalies); GORM and drivers only",
+		name:       "internal/sqlstore: the SQL store (inventory, ledger, orders, payments, keys, anomalies); GORM and drivers (and the OpenTelemetry API for its spans) only",
 		pkgs:       paths("internal/sqlstore/..."),
 		module:     []string{"", "schema"},
-		thirdParty: []string{"gorm.io/...", "github.com/go-sql-driver/mysql/...", "modernc.org/sqlite/..."},
+		thirdParty: concat([]string{"gorm.io/...", "github.com/go-sql-driver/mysql/...", "modernc.org/sqlite/..."}, otelAPI),
 		forbid:     concat(redisLibs, temporal),
 	},
 	{
@@ -181,7 +184,7 @@ var layers = []layer{
 		name:       "internal/apiprocess: the order API as a process runs it (settings from the configuration, listeners, drain)",
 		pkgs:       paths("internal/apiprocess/..."),
 		module:     []string{"internal/api", "internal/config"},
-		thirdParty: []string{},
+		thirdParty: []string{"go.opentelemetry.io/..."},
 		forbid:     concat(storeLibs, temporal),
 	},
 	{

@@ -68,6 +68,13 @@ func TemporalOptions(cfg config.Config, logger *slog.Logger, metrics client.Metr
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
 	}
+	if cfg.TracingOn() {
+		i, err := TemporalInterceptor()
+		if err != nil {
+			return client.Options{}, err
+		}
+		opts.Interceptors = append(opts.Interceptors, i)
+	}
 	return opts, nil
 }
 
@@ -105,6 +112,11 @@ func OpenStores(ctx context.Context, cfg config.Config) (*redisstock.Store, *sql
 	}
 	store, err := sqlstore.OpenWithPool(ctx, cfg.MySQLDSN, cfg.SQLitePath, SQLPool(cfg))
 	if err != nil {
+		rdb.Close()
+		return nil, nil, nil, err
+	}
+	if err := TraceStores(cfg, rdb, store); err != nil {
+		store.Close()
 		rdb.Close()
 		return nil, nil, nil, err
 	}
