@@ -303,4 +303,3 @@ func listen(addr, flag string) (net.Listener, error) {
 	}
 	return ln, nil
 }
-
