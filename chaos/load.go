@@ -53,15 +53,15 @@ func newLoad(run string, urls, skus []string) *load {
 		keyOrder: map[string]map[string]bool{}, accepted: map[string]string{}}
 }
 
-// drive starts orders at rate per second until stop is closed and at least minOrders have started, then
-// waits for every started order's client to finish.
+// drive starts orders at rate per second until stop is closed and at least minOrders have started in this
+// call, then waits for every started order's client to finish.
 func (l *load) drive(ctx context.Context, rate float64, minOrders int, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
-	stopped := false
+	stopped, started := false, 0
 	for {
-		if stopped && l.n.Load() >= int64(minOrders) {
+		if stopped && started >= minOrders {
 			break
 		}
 		select {
@@ -74,6 +74,7 @@ func (l *load) drive(ctx context.Context, rate float64, minOrders int, stop <-ch
 		case <-tick.C:
 		}
 		i := l.n.Add(1)
+		started++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
