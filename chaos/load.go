@@ -27,7 +27,7 @@ const (
 
 // counts are the load's figures, updated by many goroutines.
 type counts struct {
-	placed, accepted, soldOut, paid, refunded, cancelled, expireLeft, retries, gaveUp, badAnswers atomic.Int64
+	placed, accepted, soldOut, paid, refunded, duplicate, cancelled, expireLeft, retries, gaveUp, badAnswers atomic.Int64
 }
 
 // load places orders through both APIs, round-robin, and pays, cancels or leaves each accepted order to
@@ -181,8 +181,10 @@ func (l *load) pay(ctx context.Context, key string, o placed) {
 			switch r.Result {
 			case "applied":
 				l.c.paid.Add(1)
-			case "refunded", "duplicate":
-				l.c.refunded.Add(1) // late (the order expired first) or an earlier delivery was applied
+			case "refunded":
+				l.c.refunded.Add(1) // late: the order expired first
+			case "duplicate":
+				l.c.duplicate.Add(1) // an earlier delivery, whose answer was lost (its API died), was recorded
 			default:
 				l.c.badAnswers.Add(1)
 			}

@@ -99,6 +99,7 @@ func (r *runState) loadCounters(c map[string]int64) {
 	c["sold_out"] = l.c.soldOut.Load()
 	c["paid"] = l.c.paid.Load()
 	c["pay_refunded"] = l.c.refunded.Load()
+	c["pay_duplicate"] = l.c.duplicate.Load()
 	c["cancelled"] = l.c.cancelled.Load()
 	c["left_to_expire"] = l.c.expireLeft.Load()
 	c["retries"] = l.c.retries.Load()
