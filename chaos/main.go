@@ -78,7 +78,7 @@ func parseScenario(name string, args []string, stderr io.Writer) (scenario, erro
 	fs.IntVar(&sc.Orders, "orders", sc.Orders, "orders to place at least")
 	fs.DurationVar(&sc.Duration, "duration", sc.Duration, "load lasts at least this long (soak)")
 	fs.Float64Var(&sc.Rate, "rate", sc.Rate, "orders started per second across both APIs")
-	fs.IntVar(&sc.Stock, "stock", sc.Stock, "initial stock of each SKU (0: scaled to the orders)")
+	fs.IntVar(&sc.Stock, "stock", sc.Stock, "initial stock of each SKU (0: -orders, at least 20)")
 	fs.BoolVar(&sc.KeepDB, "keep-db", false, "keep the run's database (default: dropped when the verdict is clean)")
 	fs.StringVar(&sc.Dir, "dir", "", "working directory for binaries, logs and the Temporal file (default: a new temporary one)")
 	if err := fs.Parse(args); err != nil {

@@ -22,7 +22,7 @@ type scenario struct {
 	Orders   int           // orders placed at least
 	Duration time.Duration // the load lasts at least this long (soak)
 	Rate     float64       // orders started per second
-	Stock    int           // initial stock per SKU; 0: Orders/4, at least 20
+	Stock    int           // initial stock per SKU; 0: Orders, at least 20 (sold-outs stay rare: most orders reach Temporal)
 	KeepDB   bool
 	Dir      string
 }
@@ -85,7 +85,7 @@ func runScenario(ctx context.Context, sc scenario, log io.Writer) (result, error
 func (r *runState) execute(ctx context.Context) (result, error) {
 	stock := r.sc.Stock
 	if stock == 0 {
-		stock = max(20, r.sc.Orders/4)
+		stock = max(20, r.sc.Orders)
 	}
 	if err := r.seed(ctx, int64(stock)); err != nil {
 		return result{}, err
