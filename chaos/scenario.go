@@ -248,7 +248,8 @@ func (r *runState) soakFaults() []fault {
 	return fs
 }
 
-// soak places Orders orders over at least Duration through both APIs, with a random fault every 10-40 s.
+// soak places Orders orders over at least Duration through both APIs, with a fault every 10-40 s: the kinds
+// in a random order, each once per round, so that a long enough soak injects every kind.
 func (r *runState) soak(ctx context.Context) error {
 	if r.sc.Duration > 0 {
 		r.sc.Rate = float64(r.sc.Orders) / r.sc.Duration.Seconds()
@@ -256,13 +257,16 @@ func (r *runState) soak(ctx context.Context) error {
 	faults := r.soakFaults()
 	return r.underLoad(ctx, r.sc.Orders, func(ctx context.Context) error {
 		end := time.Now().Add(r.sc.Duration)
-		for time.Now().Before(end) {
+		for i := 0; time.Now().Before(end); i++ {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(time.Duration(10+rand.IntN(30)) * time.Second):
 			}
-			f := faults[rand.IntN(len(faults))]
+			if i%len(faults) == 0 {
+				rand.Shuffle(len(faults), func(a, b int) { faults[a], faults[b] = faults[b], faults[a] })
+			}
+			f := faults[i%len(faults)]
 			if err := f.Inject(ctx); err != nil {
 				return fmt.Errorf("%s: %w", f.Name(), err)
 			}
