@@ -90,6 +90,7 @@ func (f workerKill) Inject(ctx context.Context) error {
 	}
 	if w.killedBySIGKILL() {
 		f.rec.count(f.Name())
+		fmt.Fprintf(f.t.log, "chaos: %s killed at %s (hit %d)\n", w.name, f.point, after)
 	}
 	return w.start()
 }
@@ -110,6 +111,7 @@ func (f apiKill) Inject(ctx context.Context) error {
 		return err
 	}
 	f.rec.count(f.Name())
+	fmt.Fprintf(f.t.log, "chaos: %s killed\n", f.t.apis[i].name)
 	select {
 	case <-ctx.Done():
 	case <-time.After(f.restartAfter):
@@ -147,6 +149,7 @@ func (f temporalRestart) Inject(ctx context.Context) error {
 		return fmt.Errorf("temporal restart: %w", err)
 	}
 	f.rec.recovered(f.Name(), time.Since(start))
+	fmt.Fprintf(f.t.log, "chaos: temporal server killed and back after %s\n", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
