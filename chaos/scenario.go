@@ -77,7 +77,13 @@ func runScenario(ctx context.Context, sc scenario, log io.Writer) (result, error
 	r := &runState{sc: sc, t: t, rec: newRecorder(), log: log,
 		load: newLoad("k"+strconv.FormatInt(time.Now().Unix(), 36), t.apiURLs, skus)}
 	res, err := r.execute(ctx)
-	t.shutdown(err == nil && res.OK() && !sc.KeepDB)
+	clean := err == nil && res.OK()
+	t.shutdown(clean && !sc.KeepDB)
+	if clean && sc.Dir == "" {
+		_ = os.RemoveAll(dir) // a clean run's binaries and logs; a failed run's stay for its post-mortem
+	} else {
+		fmt.Fprintf(log, "chaos: logs kept in %s\n", dir)
+	}
 	return res, err
 }
 
