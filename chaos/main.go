@@ -5,9 +5,9 @@
 // order lost, no second order for an Idempotency-Key). Each scenario prints one line starting with "RESULT "
 // and exits non-zero when an invariant counter is not zero.
 //
-//	go run ./chaos worker-kill      [-kills 50] [-orders 0]
-//	go run ./chaos api-kill         [-kills 3]
-//	go run ./chaos temporal-restart [-kills 3]
+//	go run ./chaos worker-kill      [-kills 50] [-orders 100]
+//	go run ./chaos api-kill         [-kills 3]  [-orders 100]
+//	go run ./chaos temporal-restart [-kills 3]  [-orders 100]
 //	go run ./chaos soak             [-orders 10000] [-duration 10m]
 //	go run ./chaos short            (what the test runs: one fault of each kind, a few hundred orders)
 //
