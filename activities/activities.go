@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/killpoint"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/retention"
@@ -108,6 +109,7 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.R
 	if err != nil {
 		return "", businessError(err)
 	}
+	killpoint.Hit(killpoint.ReserveAfterScript) // the hold is in Redis; the workflow has not heard of it
 	return out, nil
 }
 
@@ -165,6 +167,7 @@ func (a *Activities) DeductOrder(ctx context.Context, in ordersaga.DeductInput) 
 	if err != nil {
 		return ordersaga.DeductResult{}, businessError(err)
 	}
+	killpoint.Hit(killpoint.DeductAfterCommit) // committed; the workflow has not heard of it
 	return res, nil
 }
 
@@ -177,6 +180,7 @@ func (a *Activities) RestoreOrder(ctx context.Context, in RestoreInput) ([]order
 	if err != nil {
 		return nil, err
 	}
+	killpoint.Hit(killpoint.CompensateMiddle) // the database is restored, the Redis release not run yet
 	for _, l := range out {
 		if l.Tombstone {
 			activity.GetLogger(ctx).Info("restore before deduct: tombstone written", "sku", l.SKU, "order_id", in.OrderID)

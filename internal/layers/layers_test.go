@@ -127,7 +127,7 @@ var layers = []layer{
 	{
 		name:       "activities: thin adapters (decode, call a store or the engine, type the errors), no store library",
 		pkgs:       paths("activities/..."),
-		module:     []string{"", "internal/redisstock", "internal/sqlstore", "internal/reconcile", "internal/retention"},
+		module:     []string{"", "internal/redisstock", "internal/sqlstore", "internal/reconcile", "internal/retention", "internal/killpoint"},
 		thirdParty: []string{"go.temporal.io/sdk/...", "go.temporal.io/api/..."},
 		forbid: concat(storeLibs, []string{"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/client",
 			"go.temporal.io/sdk/worker", "go.temporal.io/server/..."}),
@@ -205,6 +205,11 @@ var layers = []layer{
 		name:   "internal/webhook: signatures, standard library only, no I/O",
 		pkgs:   paths("internal/webhook/..."),
 		forbid: []string{"net/...", "database/sql/...", "os/..."},
+	},
+	{
+		name:   "internal/killpoint: the chaos tool's kill points, standard library only, no I/O beyond signalling its own process",
+		pkgs:   paths("internal/killpoint/..."),
+		forbid: []string{"net/...", "database/sql/..."},
 	},
 	{
 		name:   "internal/config: settings, standard library only",

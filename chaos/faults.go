@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/admission"
+	"github.com/ordersaga/ordersaga/internal/killpoint"
+)
+
+// A fault is one kind of failure the run can inject at any time while the load runs. Process faults are
+// here; store faults (a Redis restart or stop, SCRIPT FLUSH, MySQL connection kills: internal/faults, built
+// apart) join the soak by being added to the list of soakFaults.
+type fault interface {
+	// Name is the fault's kind, the key of its counter in the RESULT line.
+	Name() string
+	// Inject causes the failure and returns once the topology is whole again (the process restarted).
+	Inject(ctx context.Context) error
+}
+
+// recorder keeps the faults' figures for the RESULT line.
+type recorder struct {
+	mu       sync.Mutex
+	injected map[string]int64
+	missed   int64 // kill points armed that were not reached in time
+	recovery map[string]time.Duration
+	leaked   int64 // API kills whose admission counts were not freed in time
+}
+
+func newRecorder() *recorder {
+	return &recorder{injected: map[string]int64{}, recovery: map[string]time.Duration{}}
+}
+
+func (r *recorder) count(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.injected[kind]++
+}
+
+// recovered keeps the longest recovery time of a kind.
+func (r *recorder) recovered(kind string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recovery[kind] = max(r.recovery[kind], d)
+}
+
+func (r *recorder) miss() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.missed++
+}
+
+func (r *recorder) leak() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.leaked++
+}
+
+// workerKill restarts a worker with a kill point armed at a random small hit, waits for it to die by SIGKILL
+// there while the load runs, and starts it again without the point.
+type workerKill struct {
+	t     *topology
+	rec   *recorder
+	point string
+	limit time.Duration // how long the armed worker may take to reach its point
+}
+
+func (f workerKill) Name() string { return "worker_kill_" + f.point }
+
+func (f workerKill) Inject(ctx context.Context) error {
+	w := f.t.workers[rand.IntN(len(f.t.workers))]
+	w.stop(30 * time.Second)
+	after := 1 + rand.IntN(3)
+	if err := w.start(killpoint.EnvAt+"="+f.point, killpoint.EnvAfter+"="+strconv.Itoa(after)); err != nil {
+		return err
+	}
+	select {
+	case <-w.done():
+	case <-time.After(f.limit):
+		f.rec.miss()
+		fmt.Fprintf(f.t.log, "chaos: %s: %s not reached within %s (hit %d)\n", w.name, f.point, f.limit, after)
+		_ = w.kill()
+	case <-ctx.Done():
+		_ = w.kill()
+		return ctx.Err()
+	}
+	if w.killedBySIGKILL() {
+		f.rec.count(f.Name())
+		fmt.Fprintf(f.t.log, "chaos: %s killed at %s (hit %d)\n", w.name, f.point, after)
+	}
+	return w.start()
+}
+
+// apiKill sends SIGKILL to one order API with requests in flight and starts it again.
+type apiKill struct {
+	t   *topology
+	rec *recorder
+	// restartAfter is how long the API stays dead (the clients retry against the other one meanwhile).
+	restartAfter time.Duration
+}
+
+func (apiKill) Name() string { return "api_kill" }
+
+func (f apiKill) Inject(ctx context.Context) error {
+	i := rand.IntN(len(f.t.apis))
+	if err := f.t.apis[i].kill(); err != nil {
+		return err
+	}
+	f.rec.count(f.Name())
+	fmt.Fprintf(f.t.log, "chaos: %s killed\n", f.t.apis[i].name)
+	select {
+	case <-ctx.Done():
+	case <-time.After(f.restartAfter):
+	}
+	return f.restartAPI(ctx, i)
+}
+
+func (f apiKill) restartAPI(ctx context.Context, i int) error {
+	if err := f.t.apis[i].start(); err != nil {
+		return err
+	}
+	return f.t.waitAPI(ctx, i)
+}
+
+// temporalRestart kills the Temporal server process and starts it again on the same file and port.
+type temporalRestart struct {
+	t    *topology
+	rec  *recorder
+	down time.Duration
+}
+
+func (temporalRestart) Name() string { return "temporal_restart" }
+
+func (f temporalRestart) Inject(ctx context.Context) error {
+	if err := f.t.temporal.kill(); err != nil {
+		return err
+	}
+	start := time.Now()
+	f.rec.count(f.Name())
+	select {
+	case <-ctx.Done():
+	case <-time.After(f.down):
+	}
+	if err := f.t.restartTemporal(ctx); err != nil {
+		return fmt.Errorf("temporal restart: %w", err)
+	}
+	f.rec.recovered(f.Name(), time.Since(start))
+	fmt.Fprintf(f.t.log, "chaos: temporal server killed and back after %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// admissionRecovery polls, after an API's death, until no SKU's admission gate counts any unit: run once the
+// load's placements have all finished, what is still counted then is the dead process's. Each poll reaps
+// (admission.Gate.ReapAdmissions), as the next process that refuses a buyer of the SKU does. It returns the
+// time from the kill until then, and false when limit passed first.
+func admissionRecovery(ctx context.Context, t *topology, skus []string, killed time.Time, limit time.Duration) (time.Duration, bool) {
+	gate := admission.New(t.rs)
+	for time.Since(killed) < limit && ctx.Err() == nil {
+		var total int64
+		for _, sku := range skus {
+			n, err := gate.ReapAdmissions(ctx, sku)
+			if err != nil {
+				total = -1
+				break
+			}
+			total += n
+		}
+		if total == 0 {
+			return time.Since(killed), true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(killed), false
+}

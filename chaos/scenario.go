@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/killpoint"
+)
+
+// scenario is a subcommand's settings.
+type scenario struct {
+	Name     string
+	Kills    int           // faults per kind (per kill point for worker kills)
+	Orders   int           // orders placed at least
+	Duration time.Duration // the load lasts at least this long (soak)
+	Rate     float64       // orders started per second
+	Stock    int           // initial stock per SKU; 0: Orders, at least 20 (sold-outs stay rare: most orders reach Temporal)
+	KeepDB   bool
+	Dir      string
+}
+
+// defaultScenario is a subcommand's defaults.
+func defaultScenario(name string) (scenario, bool) {
+	sc := scenario{Name: name, Rate: 8}
+	switch name {
+	case "worker-kill":
+		sc.Kills, sc.Orders = 50, 100
+	case "api-kill":
+		sc.Kills, sc.Orders = 3, 100
+	case "temporal-restart":
+		sc.Kills, sc.Orders = 3, 100
+	case "soak":
+		sc.Orders, sc.Duration = 10000, 10*time.Minute
+	case "short":
+		sc.Kills, sc.Orders = 1, 100
+	default:
+		return scenario{}, false
+	}
+	return sc, true
+}
+
+// skus are the run's SKUs.
+var skus = []string{"CHAOS-A", "CHAOS-B", "CHAOS-C", "CHAOS-D"}
+
+// runState is what the phases of a run share.
+type runState struct {
+	sc   scenario
+	t    *topology
+	load *load
+	rec  *recorder
+	log  io.Writer
+}
+
+// runScenario starts the topology, seeds the SKUs, runs the scenario's phases, settles and judges.
+func runScenario(ctx context.Context, sc scenario, log io.Writer) (result, error) {
+	dir := sc.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "ordersaga-chaos-")
+		if err != nil {
+			return result{}, fmt.Errorf("work directory: %w", err)
+		}
+		dir = d
+	}
+	fmt.Fprintf(log, "chaos: %s: binaries, logs and the Temporal file in %s\n", sc.Name, dir)
+	t, err := startTopology(ctx, dir, log)
+	if err != nil {
+		return result{}, err
+	}
+	r := &runState{sc: sc, t: t, rec: newRecorder(), log: log,
+		load: newLoad("k"+strconv.FormatInt(time.Now().Unix(), 36), t.apiURLs, skus)}
+	res, err := r.execute(ctx)
+	clean := err == nil && res.OK()
+	t.shutdown(clean && !sc.KeepDB)
+	if clean && sc.Dir == "" {
+		_ = os.RemoveAll(dir) // a clean run's binaries and logs; a failed run's stay for its post-mortem
+	} else {
+		fmt.Fprintf(log, "chaos: logs kept in %s\n", dir)
+	}
+	return res, err
+}
+
+// execute seeds, runs the phases and judges.
+func (r *runState) execute(ctx context.Context) (result, error) {
+	stock := r.sc.Stock
+	if stock == 0 {
+		stock = max(20, r.sc.Orders)
+	}
+	if err := r.seed(ctx, int64(stock)); err != nil {
+		return result{}, err
+	}
+	started := time.Now()
+	for _, ph := range r.phases() {
+		if err := ph(ctx); err != nil {
+			return result{}, err
+		}
+	}
+	loadTime := time.Since(started)
+	expected := map[string]int64{}
+	for _, s := range skus {
+		expected[s] = int64(stock)
+	}
+	res, err := r.verdict(ctx, expected)
+	res.loadTime = loadTime
+	return res, err
+}
+
+// seed creates the SKUs through the admin API.
+func (r *runState) seed(ctx context.Context, stock int64) error {
+	for _, sku := range skus {
+		body, _ := json.Marshal(map[string]int64{"stock": stock, "price_cents": 999})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.t.apiURLs[0]+"/v1/inventory/"+sku, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/json")
+		if err := putOnce(req); err != nil {
+			return fmt.Errorf("seed %s: %w", sku, err)
+		}
+	}
+	return nil
+}
+
+func putOnce(req *http.Request) error {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("PUT %s: %d %s", req.URL.Path, resp.StatusCode, b)
+	}
+	return nil
+}
+
+// phase is one step of a scenario.
+type phase func(ctx context.Context) error
+
+// phases are the scenario's steps.
+func (r *runState) phases() []phase {
+	switch r.sc.Name {
+	case "worker-kill":
+		return []phase{r.workerKills}
+	case "api-kill":
+		return []phase{r.apiKills}
+	case "temporal-restart":
+		return []phase{r.temporalRestarts}
+	case "soak":
+		return []phase{r.soak}
+	default: // short: one of each
+		return []phase{r.workerKills, r.apiKills, r.temporalRestarts}
+	}
+}
+
+// underLoad runs faults while the load places orders at the scenario's rate, and returns once both are done.
+func (r *runState) underLoad(ctx context.Context, minOrders int, faults func(ctx context.Context) error) error {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		r.load.drive(ctx, r.sc.Rate, minOrders, stop)
+		close(done)
+	}()
+	time.Sleep(2 * time.Second) // orders in flight before the first fault
+	err := faults(ctx)
+	close(stop)
+	<-done
+	return err
+}
+
+// workerKills arms each kill point Kills times in turn, with the load running.
+func (r *runState) workerKills(ctx context.Context) error {
+	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
+		for _, p := range killpoint.Points {
+			f := workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second}
+			for range r.sc.Kills {
+				if err := f.Inject(ctx); err != nil {
+					return fmt.Errorf("%s: %w", f.Name(), err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// apiKills: Kills times, a burst of orders, an API killed a second into it, the burst's clients finishing
+// against the other API, then the time until the admission counts are free again; the API is restarted.
+func (r *runState) apiKills(ctx context.Context) error {
+	per := max(20, r.phaseOrders()/max(1, r.sc.Kills))
+	for range r.sc.Kills {
+		stop := make(chan struct{})
+		close(stop)
+		done := make(chan struct{})
+		go func() {
+			r.load.drive(ctx, max(r.sc.Rate, 15), per, stop)
+			close(done)
+		}()
+		time.Sleep(time.Second)
+		i := rand.IntN(len(r.t.apis))
+		if err := r.t.apis[i].kill(); err != nil {
+			return err
+		}
+		killed := time.Now()
+		r.rec.count("api_kill")
+		<-done
+		d, ok := admissionRecovery(ctx, r.t, skus, killed, 60*time.Second)
+		if !ok {
+			r.rec.leak()
+		}
+		r.rec.recovered("api_kill", d)
+		fmt.Fprintf(r.log, "chaos: api-%d killed; admission counts free after %s (ok=%v)\n", i, d.Round(time.Millisecond), ok)
+		if err := (apiKill{t: r.t, rec: r.rec}).restartAPI(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// temporalRestarts kills and restarts the Temporal server Kills times with the load running.
+func (r *runState) temporalRestarts(ctx context.Context) error {
+	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
+		f := temporalRestart{t: r.t, rec: r.rec, down: 2 * time.Second}
+		for range r.sc.Kills {
+			if err := f.Inject(ctx); err != nil {
+				return err
+			}
+			time.Sleep(5 * time.Second) // the load runs on the restarted server before the next kill
+		}
+		return nil
+	})
+}
+
+// phaseOrders is the orders of one phase: the scenario's orders split over its phases.
+func (r *runState) phaseOrders() int {
+	return max(1, r.sc.Orders/len(r.phases()))
+}
+
+// soakFaults are the faults the soak draws from. Store faults (internal/faults: Redis restart or stop,
+// SCRIPT FLUSH, MySQL connection kills) are added here as more values of the fault interface.
+func (r *runState) soakFaults() []fault {
+	fs := []fault{apiKill{t: r.t, rec: r.rec, restartAfter: 2 * time.Second},
+		temporalRestart{t: r.t, rec: r.rec, down: 2 * time.Second}}
+	for _, p := range killpoint.Points {
+		fs = append(fs, workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second})
+	}
+	return fs
+}
+
+// soak places Orders orders over at least Duration through both APIs, with a fault every 10-40 s: the kinds
+// in a random order, each once per round, so that a long enough soak injects every kind.
+func (r *runState) soak(ctx context.Context) error {
+	if r.sc.Duration > 0 {
+		r.sc.Rate = float64(r.sc.Orders) / r.sc.Duration.Seconds()
+	}
+	faults := r.soakFaults()
+	return r.underLoad(ctx, r.sc.Orders, func(ctx context.Context) error {
+		end := time.Now().Add(r.sc.Duration)
+		for i := 0; time.Now().Before(end); i++ {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(10+rand.IntN(30)) * time.Second):
+			}
+			if i%len(faults) == 0 {
+				rand.Shuffle(len(faults), func(a, b int) { faults[a], faults[b] = faults[b], faults[a] })
+			}
+			f := faults[i%len(faults)]
+			if err := f.Inject(ctx); err != nil {
+				return fmt.Errorf("%s: %w", f.Name(), err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
+)
+
+// The secrets of a chaos run's processes (nothing outside the run uses them).
+const (
+	webhookSecret = "chaos-webhook-secret"
+	adminToken    = "chaos-admin-token"
+)
+
+// paymentTimeout is ORDER_PAYMENT_TIMEOUT of the run: short, so that unpaid orders expire during it.
+const paymentTimeout = 5 * time.Second
+
+// topology is a running multi-process stack: its processes and the chaos run's own view of the stores.
+type topology struct {
+	dir      string
+	dbName   string
+	adminDSN string // MYSQL_DSN without the run's database, to drop it
+	dsn      string // MYSQL_DSN of the run's database
+	redis    string
+	tport    int
+
+	temporal *proc
+	apis     []*proc
+	apiURLs  []string
+	workers  []*proc
+	redisSrv *proc // nil when REDIS_ADDR names an external Redis
+
+	store *sqlstore.Store
+	rs    *redisstock.Store
+	close func()
+	log   io.Writer
+}
+
+// startTopology builds the binaries, creates the run's database, starts Redis (unless REDIS_ADDR is set), the
+// Temporal server, two workers and two APIs, and waits until each one serves.
+func startTopology(ctx context.Context, dir string, log io.Writer) (*topology, error) {
+	t := &topology{dir: dir, log: log}
+	steps := []func(context.Context) error{t.build, t.createDatabase, t.startRedis, t.openStores, t.startTemporal, t.startWorkers, t.startAPIs}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			t.shutdown(false)
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// build builds the starter and worker binaries into the run's directory.
+func (t *topology) build(ctx context.Context) error {
+	start := time.Now()
+	if _, _, err := buildBinaries(ctx, t.dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(t.log, "chaos: built starter and worker in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// createDatabase creates chaos_<unix nanos> on the MYSQL_DSN server (default root@tcp(127.0.0.1:3306)/).
+func (t *topology) createDatabase(ctx context.Context) error {
+	base := os.Getenv("MYSQL_DSN")
+	if base == "" {
+		base = "root@tcp(127.0.0.1:3306)/"
+	}
+	cfg, err := mysql.ParseDSN(base)
+	if err != nil {
+		return fmt.Errorf("MYSQL_DSN: %w", err)
+	}
+	t.dbName = "chaos_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	cfg.DBName = ""
+	t.adminDSN = cfg.FormatDSN()
+	if err := execSQL(ctx, t.adminDSN, "CREATE DATABASE "+t.dbName); err != nil {
+		return fmt.Errorf("create database %s: %w", t.dbName, err)
+	}
+	cfg.DBName = t.dbName
+	t.dsn = cfg.FormatDSN()
+	fmt.Fprintf(t.log, "chaos: database %s\n", t.dbName)
+	return nil
+}
+
+func execSQL(ctx context.Context, dsn, stmt string) error {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, stmt)
+	return err
+}
+
+// startRedis starts redis-server on a free port without persistence, unless REDIS_ADDR is set.
+func (t *topology) startRedis(ctx context.Context) error {
+	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
+		t.redis = addr
+		return nil
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("redis-server not found (or set REDIS_ADDR): %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	t.redis = "127.0.0.1:" + strconv.Itoa(port)
+	t.redisSrv = &proc{name: "redis", bin: bin, log: filepath.Join(t.dir, "redis.log"),
+		args: []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}}
+	if err := t.redisSrv.start(); err != nil {
+		return err
+	}
+	return waitTCP(ctx, t.redis, t.redisSrv, 10*time.Second)
+}
+
+// openStores opens the run's stores, which migrates the database once before any process starts.
+func (t *topology) openStores(ctx context.Context) error {
+	cfg, err := config.FromEnv(func(k string) string { return t.commonEnvMap()[k] })
+	if err != nil {
+		return fmt.Errorf("chaos config: %w", err)
+	}
+	t.rs, t.store, t.close, err = platform.OpenStores(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("open the run's stores: %w", err)
+	}
+	return nil
+}
+
+// commonEnvMap is the environment every worker and API gets.
+func (t *topology) commonEnvMap() map[string]string {
+	return map[string]string{
+		"TEMPORAL_ADDRESS": "127.0.0.1:" + strconv.Itoa(t.tport),
+		"REDIS_ADDR":       t.redis,
+		"MYSQL_DSN":        t.dsn,
+		"LOG_FORMAT":       "json",
+		"LOG_LEVEL":        "warn",
+	}
+}
+
+func envList(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// startTemporal starts the Temporal server process: this binary again, subcommand temporal-server.
+func (t *topology) startTemporal(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("temporal server: this binary: %w", err)
+	}
+	if t.tport, err = freePort(); err != nil {
+		return err
+	}
+	t.temporal = &proc{name: "temporal", bin: self, log: filepath.Join(t.dir, "temporal.log"),
+		args: []string{"temporal-server", "--db", filepath.Join(t.dir, "temporal.db"), "--port", strconv.Itoa(t.tport)}}
+	return t.restartTemporal(ctx)
+}
+
+// restartTemporal starts the server process (again) on the same file and port and waits for its frontend.
+func (t *topology) restartTemporal(ctx context.Context) error {
+	if err := t.temporal.start(); err != nil {
+		return err
+	}
+	return waitTCP(ctx, "127.0.0.1:"+strconv.Itoa(t.tport), t.temporal, 90*time.Second)
+}
+
+// startWorkers starts two worker processes.
+func (t *topology) startWorkers(ctx context.Context) error {
+	bin := filepath.Join(t.dir, "worker")
+	env := envList(t.commonEnvMap())
+	for i := range 2 {
+		w := &proc{name: fmt.Sprintf("worker-%d", i), bin: bin, env: env, log: filepath.Join(t.dir, fmt.Sprintf("worker-%d.log", i))}
+		if err := w.start(); err != nil {
+			return err
+		}
+		t.workers = append(t.workers, w)
+	}
+	return nil
+}
+
+// startAPIs starts two order API processes and waits until each answers /healthz.
+func (t *topology) startAPIs(ctx context.Context) error {
+	bin := filepath.Join(t.dir, "starter")
+	for i := range 2 {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		m := t.commonEnvMap()
+		m["HTTP_ADDR"] = "127.0.0.1:" + strconv.Itoa(port)
+		m["PAYMENT_WEBHOOK_SECRET"] = webhookSecret
+		m["ADMIN_TOKEN"] = adminToken
+		m["ORDER_PAYMENT_TIMEOUT"] = paymentTimeout.String()
+		m["RECONCILE_INTERVAL"] = "10s"
+		m["RECONCILE_GRACE"] = "10s"
+		a := &proc{name: fmt.Sprintf("api-%d", i), bin: bin, env: envList(m), log: filepath.Join(t.dir, fmt.Sprintf("api-%d.log", i))}
+		if err := a.start(); err != nil {
+			return err
+		}
+		t.apis = append(t.apis, a)
+		t.apiURLs = append(t.apiURLs, "http://"+m["HTTP_ADDR"])
+		if err := t.waitAPI(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitAPI waits until API i listens.
+func (t *topology) waitAPI(ctx context.Context, i int) error {
+	addr := t.apiURLs[i][len("http://"):]
+	return waitTCP(ctx, addr, t.apis[i], 90*time.Second)
+}
+
+// shutdown stops every process (SIGTERM, then SIGKILL), closes the stores, and drops the database when
+// dropDB is set.
+func (t *topology) shutdown(dropDB bool) {
+	for _, p := range append(append([]*proc{}, t.apis...), t.workers...) {
+		p.stop(10 * time.Second)
+	}
+	if t.temporal != nil {
+		t.temporal.stop(10 * time.Second)
+	}
+	if t.redisSrv != nil {
+		t.redisSrv.stop(5 * time.Second)
+	}
+	if t.close != nil {
+		t.close()
+	}
+	if dropDB && t.dbName != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := execSQL(ctx, t.adminDSN, "DROP DATABASE IF EXISTS "+t.dbName); err != nil {
+			fmt.Fprintf(t.log, "chaos: drop database %s: %v\n", t.dbName, err)
+		}
+	}
+}
+
+// errNoDeath is a kill point's worker that did not die within the time allowed.
+var errNoDeath = errors.New("worker did not reach its kill point in time")

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/invariants"
+)
+
+// Settle limits: how long the run waits for every order to be final, then for the quiet invariants (Redis
+// equal to the database, no holds: reconciliation runs every 10 s with a 10 s grace).
+const (
+	settleFinal = 4 * time.Minute
+	settleQuiet = 2 * time.Minute
+)
+
+// result is the RESULT line's figures.
+type result struct {
+	name     string
+	counters map[string]int64
+	// invariant counters: any non-zero fails the run.
+	bad      []string
+	report   string
+	loadTime time.Duration
+}
+
+// invariantCounters are the counters that must be zero.
+var invariantCounters = []string{"oversold", "lost", "duplicate_deducts", "double_refunds", "duplicate_orders",
+	"stuck", "drift", "violations", "admission_leaked", "bad_answers", "gave_up"}
+
+// OK reports whether every invariant counter is zero.
+func (r result) OK() bool {
+	for _, k := range invariantCounters {
+		if r.counters[k] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Line is the one RESULT line: every counter, sorted by name, after the scenario's name.
+func (r result) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "RESULT scenario=%s ok=%v load_s=%d", r.name, r.OK(), int64(r.loadTime.Seconds()))
+	for _, k := range slices.Sorted(maps.Keys(r.counters)) {
+		fmt.Fprintf(&b, " %s=%d", k, r.counters[k])
+	}
+	return b.String()
+}
+
+// verdict settles the run and counts everything.
+func (r *runState) verdict(ctx context.Context, expected map[string]int64) (result, error) {
+	res := result{name: r.sc.Name, counters: map[string]int64{}}
+	c := res.counters
+	r.loadCounters(c)
+	r.faultCounters(c)
+	settleStart := time.Now()
+	if err := r.waitFinal(ctx); err != nil {
+		return res, err
+	}
+	rep, err := r.waitQuiet(ctx, expected)
+	if err != nil {
+		return res, err
+	}
+	c["settle_ms"] = time.Since(settleStart).Milliseconds()
+	res.report = rep.String()
+	c["violations"] = int64(len(rep.Violations))
+	for _, s := range rep.SKUs {
+		if s.PaidUnits+s.AwaitingUnits > s.Expected || s.DBStock < 0 {
+			c["oversold"]++
+		}
+		c["drift"] += abs(s.RedisAvailable-s.DBStock) + s.RedisHolds
+	}
+	if err := r.storeCounters(ctx, c); err != nil {
+		return res, err
+	}
+	if !res.OK() {
+		fmt.Fprintf(r.log, "chaos: invariants after settling:\n%s", res.report)
+	}
+	return res, nil
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// loadCounters copies the clients' figures.
+func (r *runState) loadCounters(c map[string]int64) {
+	l := r.load
+	c["placed"] = l.c.placed.Load()
+	c["accepted"] = l.c.accepted.Load()
+	c["sold_out"] = l.c.soldOut.Load()
+	c["paid"] = l.c.paid.Load()
+	c["pay_refunded"] = l.c.refunded.Load()
+	c["pay_duplicate"] = l.c.duplicate.Load()
+	c["cancelled"] = l.c.cancelled.Load()
+	c["left_to_expire"] = l.c.expireLeft.Load()
+	c["retries"] = l.c.retries.Load()
+	c["gave_up"] = l.c.gaveUp.Load()
+	c["bad_answers"] = l.c.badAnswers.Load()
+	c["duplicate_orders"] = l.duplicateKeys()
+}
+
+// faultCounters copies the faults' figures.
+func (r *runState) faultCounters(c map[string]int64) {
+	r.rec.mu.Lock()
+	defer r.rec.mu.Unlock()
+	for k, n := range r.rec.injected {
+		c["faults_"+k] = n
+	}
+	for k, d := range r.rec.recovery {
+		c["recovery_ms_"+k] = d.Milliseconds()
+	}
+	c["kill_points_missed"] = r.rec.missed
+	c["admission_leaked"] = r.rec.leaked
+}
+
+// waitFinal waits until no order in the database is RESERVING or AWAITING_PAYMENT (what is left is stuck).
+func (r *runState) waitFinal(ctx context.Context) error {
+	deadline := time.Now().Add(settleFinal)
+	for {
+		n, err := r.openOrders(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func (r *runState) openOrders(ctx context.Context) (int64, error) {
+	var n int64
+	err := r.t.store.DB().WithContext(ctx).Raw("SELECT COUNT(*) FROM orders WHERE status IN ('RESERVING', 'AWAITING_PAYMENT')").Scan(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count open orders: %w", err)
+	}
+	return n, nil
+}
+
+// waitQuiet checks the invariants with no order in flight until they hold or settleQuiet passes, and
+// returns the last report.
+func (r *runState) waitQuiet(ctx context.Context, expected map[string]int64) (invariants.Report, error) {
+	deadline := time.Now().Add(settleQuiet)
+	for {
+		rep, err := invariants.Check(ctx, r.t.store, r.t.rs, expected, true)
+		if err != nil {
+			return rep, fmt.Errorf("invariants: %w", err)
+		}
+		if rep.OK() || time.Now().After(deadline) {
+			return rep, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// storeCounters counts, in the database: orders by final status, stuck orders, accepted orders the database
+// does not have, and duplicate ledger rows and payment applications.
+func (r *runState) storeCounters(ctx context.Context, c map[string]int64) error {
+	db := r.t.store.DB().WithContext(ctx)
+	var byStatus []struct {
+		Status string
+		N      int64
+	}
+	if err := db.Raw("SELECT status, COUNT(*) AS n FROM orders GROUP BY status").Scan(&byStatus).Error; err != nil {
+		return fmt.Errorf("orders by status: %w", err)
+	}
+	for _, s := range byStatus {
+		c["db_"+strings.ToLower(s.Status)] = s.N
+		if s.Status == "RESERVING" || s.Status == "AWAITING_PAYMENT" {
+			c["stuck"] += s.N
+		}
+	}
+	queries := map[string]string{
+		"duplicate_deducts": "SELECT COUNT(*) FROM (SELECT order_id, sku FROM stock_ledger WHERE op = 'DEDUCT' GROUP BY order_id, sku HAVING COUNT(*) > 1) d",
+		"double_refunds": "SELECT (SELECT COUNT(*) FROM (SELECT order_id, sku FROM stock_ledger WHERE op = 'RESTORE' GROUP BY order_id, sku HAVING COUNT(*) > 1) r)" +
+			" + (SELECT COUNT(*) FROM (SELECT order_id FROM payments WHERE result = 'applied' GROUP BY order_id HAVING COUNT(*) > 1) p)",
+	}
+	for k, q := range queries {
+		var n int64
+		if err := db.Raw(q).Scan(&n).Error; err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		c[k] = n
+	}
+	return r.countLost(ctx, c)
+}
+
+// countLost counts the orders answered 201 that the database does not hold.
+func (r *runState) countLost(ctx context.Context, c map[string]int64) error {
+	ids := r.load.acceptedIDs()
+	for chunk := range slices.Chunk(ids, 500) {
+		var n int64
+		if err := r.t.store.DB().WithContext(ctx).Raw("SELECT COUNT(*) FROM orders WHERE order_id IN ?", chunk).Scan(&n).Error; err != nil {
+			return fmt.Errorf("accepted orders in the database: %w", err)
+		}
+		c["lost"] += int64(len(chunk)) - n
+	}
+	return nil
+}
