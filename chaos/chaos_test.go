@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 // with its admission recovery, one Temporal restart, a few hundred orders; every invariant counter must be 0.
 func TestShort(t *testing.T) {
 	if os.Getenv("MYSQL_DSN") == "" {
-		t.Skip("MYSQL_DSN is not set: the chaos run needs a real MySQL/MariaDB (and redis-server, or REDIS_ADDR)")
+		t.Skip("MYSQL_DSN is not set: the chaos run needs a real MySQL/MariaDB (and redis-server, or CHAOS_REDIS_ADDR)")
 	}
 	if testing.Short() {
 		t.Skip("-short: the chaos run takes minutes")

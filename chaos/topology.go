@@ -42,7 +42,7 @@ type topology struct {
 	apis     []*proc
 	apiURLs  []string
 	workers  []*proc
-	redisSrv *proc // nil when REDIS_ADDR names an external Redis
+	redisSrv *proc // nil when CHAOS_REDIS_ADDR names an external Redis
 
 	store *sqlstore.Store
 	rs    *redisstock.Store
@@ -50,7 +50,7 @@ type topology struct {
 	log   io.Writer
 }
 
-// startTopology builds the binaries, creates the run's database, starts Redis (unless REDIS_ADDR is set), the
+// startTopology builds the binaries, creates the run's database, starts Redis (unless CHAOS_REDIS_ADDR is set), the
 // Temporal server, two workers and two APIs, and waits until each one serves.
 func startTopology(ctx context.Context, dir string, log io.Writer) (*topology, error) {
 	t := &topology{dir: dir, log: log}
@@ -106,15 +106,16 @@ func execSQL(ctx context.Context, dsn, stmt string) error {
 	return err
 }
 
-// startRedis starts redis-server on a free port without persistence, unless REDIS_ADDR is set.
+// startRedis starts redis-server on a free port without persistence, unless CHAOS_REDIS_ADDR is set (not
+// REDIS_ADDR: a run needs a Redis of its own that it may restart, and CI sets REDIS_ADDR for the other tests).
 func (t *topology) startRedis(ctx context.Context) error {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
+	if addr := os.Getenv("CHAOS_REDIS_ADDR"); addr != "" {
 		t.redis = addr
 		return nil
 	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return fmt.Errorf("redis-server not found (or set REDIS_ADDR): %w", err)
+		return fmt.Errorf("redis-server not found (or set CHAOS_REDIS_ADDR): %w", err)
 	}
 	port, err := freePort()
 	if err != nil {
