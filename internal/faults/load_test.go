@@ -43,6 +43,9 @@ type order struct {
 	res   workflows.Reservation
 	err   error // placing or acting on it failed (the test reports it)
 	final ordersaga.Status
+	// placedAt and decidedAt bound the placement: an order whose placement overlaps the fault was
+	// placed during it.
+	placedAt, decidedAt time.Time
 }
 
 // loadInputs makes n orders for one test (IDs prefixed by name), deterministic.
@@ -69,25 +72,29 @@ func loadInputs(name string, n int) []*order {
 	return out
 }
 
-// runLoad places and acts on every order, 20 at a time, and returns when all are placed and acted on.
-func runLoad(ctx context.Context, c client.Client, orders []*order) {
+// runLoad starts one order every spacing (so placements span the fault), places it and acts on it, and
+// returns when all are placed and acted on.
+func runLoad(ctx context.Context, c client.Client, orders []*order, spacing time.Duration) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 20)
 	for _, o := range orders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
 			o.err = act(ctx, c, o)
 		}()
+		select {
+		case <-ctx.Done():
+		case <-time.After(spacing):
+		}
 	}
 	wg.Wait()
 }
 
 // act places one order and pays or cancels it as its group says.
 func act(ctx context.Context, c client.Client, o *order) error {
+	o.placedAt = time.Now()
 	res, err := retryWaited(ctx, func() (workflows.Reservation, error) { return orderclient.Place(ctx, c, o.in) })
+	o.decidedAt = time.Now()
 	if err != nil {
 		return fmt.Errorf("place %s: %w", o.in.OrderID, err)
 	}

@@ -28,19 +28,19 @@ type scenario struct {
 
 // figure is what one run measured.
 type figure struct {
-	orders, injected                        int
-	outcomes                                map[ordersaga.Status]int
+	orders, duringFault, injected            int
+	outcomes                                 map[ordersaga.Status]int
 	oversold, lost, duplicates, drift, other int
-	stuck, wrong, loadErrors                int
-	faultFor, recovery, settled             time.Duration
-	repairs                                 int
-	note                                    string
+	stuck, wrong, loadErrors                 int
+	faultFor, recovery, settled              time.Duration
+	repairs                                  int
+	note                                     string
 }
 
 func (f figure) String() string {
-	return fmt.Sprintf("orders=%d faults=%d fault_for=%s outcomes=%v oversold=%d lost=%d duplicate_deductions=%d drift=%d "+
+	return fmt.Sprintf("orders=%d placed_during_fault=%d faults=%d fault_for=%s outcomes=%v oversold=%d lost=%d duplicate_deductions=%d drift=%d "+
 		"other_violations=%d stuck=%d wrong_final=%d load_errors=%d recovery=%s settled=%s reconcile_repairs=%d %s",
-		f.orders, f.injected, f.faultFor.Round(time.Millisecond), f.outcomes, f.oversold, f.lost, f.duplicates, f.drift,
+		f.orders, f.duringFault, f.injected, f.faultFor.Round(time.Millisecond), f.outcomes, f.oversold, f.lost, f.duplicates, f.drift,
 		f.other, f.stuck, f.wrong, f.loadErrors, f.recovery.Round(time.Millisecond), f.settled.Round(time.Millisecond),
 		f.repairs, f.note)
 }
@@ -59,7 +59,8 @@ func (sc scenario) run(t *testing.T) {
 	orders := loadInputs(sc.name, loadOrders)
 	loaded := make(chan struct{})
 	started := time.Now()
-	go func() { runLoad(ctx, s.env.Client, orders); close(loaded) }()
+	spacing := (faultFor + time.Second) / loadOrders // placements from 300 ms before the fault to after it
+	go func() { runLoad(ctx, s.env.Client, orders, spacing); close(loaded) }()
 	time.Sleep(300 * time.Millisecond)
 	f := figure{orders: len(orders)}
 	faultStart := time.Now()
@@ -70,6 +71,11 @@ func (sc scenario) run(t *testing.T) {
 	<-loaded
 	settle(ctx, s.env.Client, orders)
 	f.settled = time.Since(started)
+	for _, o := range orders {
+		if !o.placedAt.After(cleared) && !o.decidedAt.Before(faultStart) {
+			f.duringFault++
+		}
+	}
 	sc.judge(ctx, t, s, orders, stock, &f)
 	t.Logf("FIGURE %s: %s", sc.name, f)
 }
@@ -110,6 +116,9 @@ func (sc scenario) judge(ctx context.Context, t *testing.T, s *stack, orders []*
 		case !o.final.Final():
 			f.stuck++
 			t.Errorf("order %s (%s) not final: %q", o.in.OrderID, o.group, o.final)
+		case o.final == ordersaga.StatusRejected && o.res.SoldOutSKU == "":
+			f.wrong++
+			t.Errorf("order %s (%s) rejected without a sold-out SKU: %+v", o.in.OrderID, o.group, o.res)
 		case o.final != o.wantFinal():
 			f.wrong++
 			t.Errorf("order %s (%s): final %s, want %s", o.in.OrderID, o.group, o.final, o.wantFinal())
