@@ -115,16 +115,19 @@ func eventBody(eventID, orderID string, amount int64) []byte {
 	return b
 }
 
-// placeOrder places one order of qty 1 with the given payment timeout and returns its amount.
-func (h *hook) placeOrder(ctx context.Context, t *testing.T, id string, timeout time.Duration) int64 {
-	t.Helper()
+// placeOrder places one order of qty 1 with the given payment timeout and returns its amount (safe to call
+// from any goroutine: it fails nothing itself).
+func (h *hook) placeOrder(ctx context.Context, id string, timeout time.Duration) (int64, error) {
 	in := workflows.OrderInput{OrderID: id, UserID: "buyer-" + id, Currency: "CNY",
 		Lines: []ordersaga.Line{{SKU: stormSKU, Qty: 1}}, PaymentTimeout: timeout}
 	res, err := retryWaited(ctx, func() (workflows.Reservation, error) { return orderclient.Place(ctx, h.env.Client, in) })
-	if err != nil || res.Order.Status != ordersaga.StatusAwaitingPayment {
-		t.Fatalf("place %s: %v %+v", id, err, res.Order)
+	if err != nil {
+		return 0, fmt.Errorf("place %s: %w", id, err)
 	}
-	return res.Order.AmountCents
+	if res.Order.Status != ordersaga.StatusAwaitingPayment {
+		return 0, fmt.Errorf("place %s: %s, want %s", id, res.Order.Status, ordersaga.StatusAwaitingPayment)
+	}
+	return res.Order.AmountCents, nil
 }
 
 // stormKinds are the refused deliveries, in the order the storm cycles through them.
@@ -196,7 +199,10 @@ func TestWebhookStorm(t *testing.T) {
 	amounts := make([]int64, targets)
 	for i := range targetIDs {
 		targetIDs[i] = fmt.Sprintf("storm-target-%d", i)
-		amounts[i] = h.placeOrder(ctx, t, targetIDs[i], 10*time.Minute)
+		var err error
+		if amounts[i], err = h.placeOrder(ctx, targetIDs[i], 10*time.Minute); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rowsBefore := h.env.CountRows(t, "payments", "1=1")
 	h.clock.Advance(webhook.Tolerance + time.Minute) // the genuine delivery is stale from now on
@@ -305,7 +311,10 @@ func (h *hook) moneyPhase(ctx context.Context, t *testing.T, m int) moneyFigure 
 		if p.late {
 			timeout = 2 * time.Second
 		}
-		p.amount = h.placeOrder(ctx, t, p.orderID, timeout)
+		var err error
+		if p.amount, err = h.placeOrder(ctx, p.orderID, timeout); err != nil {
+			t.Error(err)
+		}
 	})
 	h.each(pays, func(p *realPayment) {
 		if !p.late {
