@@ -3,9 +3,11 @@ module github.com/ordersaga/ordersaga
 go 1.26.8
 
 require (
+	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/go-sql-driver/mysql v1.9.3
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/rs/zerolog v1.28.0
 	github.com/stretchr/testify v1.12.1
 	go.temporal.io/api v1.63.5
 	go.temporal.io/sdk v1.50.0
@@ -17,6 +19,11 @@ require (
 )
 
 require go.temporal.io/sdk/contrib/opentelemetry v0.8.1 // indirect
+
+require (
+	github.com/rs/xid v1.4.0 // indirect
+	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect

@@ -230,6 +230,13 @@ var layers = []layer{
 		forbid: []string{"database/sql/...", "net/..."},
 	},
 	{
+		name: "internal/faults: fault injectors (Toxiproxy, a redis-server of its own, MySQL kills and lock crossing), nothing of the module",
+		pkgs: paths("internal/faults/..."),
+		thirdParty: []string{"github.com/Shopify/toxiproxy/v2/...", "github.com/rs/zerolog/...",
+			"github.com/redis/go-redis/..."},
+		forbid: concat(gormLibs, temporal),
+	},
+	{
 		name:       "internal/devserver: in-process Temporal server and UI, nothing of the module",
 		pkgs:       paths("internal/devserver/..."),
 		thirdParty: []string{"go.temporal.io/...", "github.com/temporalio/..."},
