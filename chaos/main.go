@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -81,8 +82,14 @@ func parseScenario(name string, args []string, stderr io.Writer) (scenario, erro
 	fs.IntVar(&sc.Stock, "stock", sc.Stock, "initial stock of each SKU (0: -orders, at least 20)")
 	fs.BoolVar(&sc.KeepDB, "keep-db", false, "keep the run's database (default: dropped when the verdict is clean)")
 	fs.StringVar(&sc.Dir, "dir", "", "working directory for binaries, logs and the Temporal file (default: a new temporary one)")
+	onlyKinds := fs.String("only", "", "soak: comma-separated fault kinds to draw (e.g. redis_restart,mysql_kill_connections; default: every kind)")
 	if err := fs.Parse(args); err != nil {
 		return scenario{}, err
+	}
+	for _, k := range strings.Split(*onlyKinds, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			sc.Only = append(sc.Only, k)
+		}
 	}
 	if sc.Kills < 0 || sc.Orders < 0 || sc.Rate <= 0 {
 		return scenario{}, fmt.Errorf("%s: -kills and -orders must be >= 0 and -rate > 0", name)

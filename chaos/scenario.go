@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ordersaga/ordersaga/internal/killpoint"
@@ -25,6 +26,7 @@ type scenario struct {
 	Stock    int           // initial stock per SKU; 0: Orders, at least 20 (sold-outs stay rare: most orders reach Temporal)
 	KeepDB   bool
 	Dir      string
+	Only     []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
 }
 
 // defaultScenario is a subcommand's defaults.
@@ -243,15 +245,14 @@ func (r *runState) phaseOrders() int {
 	return max(1, r.sc.Orders/len(r.phases()))
 }
 
-// soakFaults are the faults the soak draws from. Store faults (internal/faults: Redis restart or stop,
-// SCRIPT FLUSH, MySQL connection kills) are added here as more values of the fault interface.
+// soakFaults are the faults the soak draws from: the process faults and the store faults (storefaults.go).
 func (r *runState) soakFaults() []fault {
 	fs := []fault{apiKill{t: r.t, rec: r.rec, restartAfter: 2 * time.Second},
 		temporalRestart{t: r.t, rec: r.rec, down: 2 * time.Second}}
 	for _, p := range killpoint.Points {
 		fs = append(fs, workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second})
 	}
-	return fs
+	return append(fs, r.storeFaults()...)
 }
 
 // soak places Orders orders over at least Duration through both APIs, with a fault every 10-40 s: the kinds
@@ -260,7 +261,10 @@ func (r *runState) soak(ctx context.Context) error {
 	if r.sc.Duration > 0 {
 		r.sc.Rate = float64(r.sc.Orders) / r.sc.Duration.Seconds()
 	}
-	faults := r.soakFaults()
+	faults, err := only(r.soakFaults(), r.sc.Only)
+	if err != nil {
+		return err
+	}
 	return r.underLoad(ctx, r.sc.Orders, func(ctx context.Context) error {
 		end := time.Now().Add(r.sc.Duration)
 		for i := 0; time.Now().Before(end); i++ {
@@ -279,4 +283,27 @@ func (r *runState) soak(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// only keeps the faults named in names (all of them when names is empty); a name that is no fault's is an
+// error listing the kinds.
+func only(fs []fault, names []string) ([]fault, error) {
+	if len(names) == 0 {
+		return fs, nil
+	}
+	byName := map[string]fault{}
+	var kinds []string
+	for _, f := range fs {
+		byName[f.Name()] = f
+		kinds = append(kinds, f.Name())
+	}
+	var kept []fault
+	for _, n := range names {
+		f, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("-only: %q is not a fault kind of this run (%s)", n, strings.Join(kinds, ", "))
+		}
+		kept = append(kept, f)
+	}
+	return kept, nil
 }

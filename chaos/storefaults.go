@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/ordersaga/ordersaga/internal/faults"
+)
+
+// The store faults the soak draws beside the process faults: the run's Redis restarted without its data or
+// stopped for a while, its scripts flushed, and the database connections of the run killed. Their injectors
+// are internal/faults' (measured one by one in its tests; RELIABILITY.md).
+
+// redisRestart kills the run's redis-server (SIGKILL: no persistence, every key is lost) and starts it again
+// on the same port after down: the stock is cold-loaded from the database, the markers re-marked.
+type redisRestart struct {
+	t    *topology
+	rec  *recorder
+	down time.Duration
+	name string
+}
+
+func (f redisRestart) Name() string { return f.name }
+
+func (f redisRestart) Inject(ctx context.Context) error {
+	if err := f.t.redisSrv.kill(); err != nil {
+		return err
+	}
+	start := time.Now()
+	f.rec.count(f.Name())
+	select {
+	case <-ctx.Done():
+	case <-time.After(f.down):
+	}
+	if err := f.t.redisSrv.start(); err != nil {
+		return err
+	}
+	if err := waitTCP(ctx, f.t.redis, f.t.redisSrv, 10*time.Second); err != nil {
+		return fmt.Errorf("redis restart: %w", err)
+	}
+	f.rec.recovered(f.Name(), time.Since(start))
+	fmt.Fprintf(f.t.log, "chaos: redis killed, back empty after %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// scriptFlush removes every Lua script from the run's Redis (SCRIPT FLUSH): each client's next EVALSHA
+// answers NOSCRIPT and must load the script again.
+type scriptFlush struct {
+	t   *topology
+	rec *recorder
+}
+
+func (scriptFlush) Name() string { return "redis_script_flush" }
+
+func (f scriptFlush) Inject(ctx context.Context) error {
+	if err := f.t.rs.Client().ScriptFlush(ctx).Err(); err != nil {
+		return fmt.Errorf("SCRIPT FLUSH: %w", err)
+	}
+	f.rec.count(f.Name())
+	fmt.Fprintln(f.t.log, "chaos: redis SCRIPT FLUSH")
+	return nil
+}
+
+// mysqlKill kills every connection to the run's database (KILL CONNECTION) but the killer's own: every
+// process's pool finds its connections dead in the middle of whatever it was doing.
+type mysqlKill struct {
+	t   *topology
+	rec *recorder
+}
+
+func (mysqlKill) Name() string { return "mysql_kill_connections" }
+
+func (f mysqlKill) Inject(ctx context.Context) error {
+	cfg, err := mysql.ParseDSN(f.t.adminDSN)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("mysql", f.t.adminDSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n, err := faults.KillConnections(ctx, db, cfg.User, f.t.dbName)
+	if err != nil {
+		return err
+	}
+	f.rec.count(f.Name())
+	fmt.Fprintf(f.t.log, "chaos: killed %d database connections\n", n)
+	return nil
+}
+
+// storeFaults are the store faults of the soak; the Redis restarts only when the run started its own Redis.
+func (r *runState) storeFaults() []fault {
+	fs := []fault{scriptFlush{t: r.t, rec: r.rec}, mysqlKill{t: r.t, rec: r.rec}}
+	if r.t.redisSrv != nil {
+		fs = append(fs,
+			redisRestart{t: r.t, rec: r.rec, down: 0, name: "redis_restart"},
+			redisRestart{t: r.t, rec: r.rec, down: 10 * time.Second, name: "redis_stop_10s"})
+	}
+	return fs
+}
