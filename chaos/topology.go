@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -255,6 +254,3 @@ func (t *topology) shutdown(dropDB bool) {
 		}
 	}
 }
-
-// errNoDeath is a kill point's worker that did not die within the time allowed.
-var errNoDeath = errors.New("worker did not reach its kill point in time")

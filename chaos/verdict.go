@@ -22,8 +22,6 @@ const (
 type result struct {
 	name     string
 	counters map[string]int64
-	// invariant counters: any non-zero fails the run.
-	bad      []string
 	report   string
 	loadTime time.Duration
 }

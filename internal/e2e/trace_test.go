@@ -200,7 +200,7 @@ func (t spanTree) String() string {
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if a.Key == attribute.Key(key) {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""

@@ -170,7 +170,7 @@ func (e *jsonLinesExporter) ExportSpans(_ context.Context, spans []sdktrace.Read
 		if attrs := s.Attributes(); len(attrs) > 0 {
 			line.Attributes = make(map[string]string, len(attrs))
 			for _, a := range attrs {
-				line.Attributes[string(a.Key)] = a.Value.Emit()
+				line.Attributes[string(a.Key)] = a.Value.String()
 			}
 		}
 		if err := enc.Encode(line); err != nil {
