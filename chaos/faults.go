@@ -119,11 +119,27 @@ func (f apiKill) Inject(ctx context.Context) error {
 	return f.restartAPI(ctx, i)
 }
 
+// restartAPI starts the API again and waits until it listens. An API that exits while it starts (the starter
+// refuses to start when Temporal does not answer its boot calls in time, as it may just after a fault on a
+// loaded machine) is started again, as a process supervisor would, up to five times.
 func (f apiKill) restartAPI(ctx context.Context, i int) error {
-	if err := f.t.apis[i].start(); err != nil {
-		return err
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		if err = f.t.apis[i].start(); err != nil {
+			return err
+		}
+		if err = f.t.waitAPI(ctx, i); err == nil || ctx.Err() != nil {
+			return err
+		}
+		fmt.Fprintf(f.t.log, "chaos: %s did not come up (attempt %d): %v; starting it again\n", f.t.apis[i].name, attempt, err)
+		_ = f.t.apis[i].kill()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
 	}
-	return f.t.waitAPI(ctx, i)
+	return err
 }
 
 // temporalRestart kills the Temporal server process and starts it again on the same file and port.
