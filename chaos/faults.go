@@ -152,21 +152,33 @@ type temporalRestart struct {
 func (temporalRestart) Name() string { return "temporal_restart" }
 
 func (f temporalRestart) Inject(ctx context.Context) error {
-	if err := f.t.temporal.kill(); err != nil {
-		return err
-	}
-	start := time.Now()
-	f.rec.count(f.Name())
-	select {
-	case <-ctx.Done():
-	case <-time.After(f.down):
-	}
-	if err := f.t.restartTemporal(ctx); err != nil {
+	took, err := killAndRestart(ctx, f.rec, f.Name(), f.t.temporal, f.down, f.t.restartTemporal)
+	if err != nil {
 		return fmt.Errorf("temporal restart: %w", err)
 	}
-	f.rec.recovered(f.Name(), time.Since(start))
-	fmt.Fprintf(f.t.log, "chaos: temporal server killed and back after %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(f.t.log, "chaos: temporal server killed and back after %s\n", took.Round(time.Millisecond))
 	return nil
+}
+
+// killAndRestart SIGKILLs p, counts the fault, waits down, restarts it with restart (which returns once it
+// serves) and records the time from the kill until then as the kind's recovery.
+func killAndRestart(ctx context.Context, rec *recorder, kind string, p *proc, down time.Duration,
+	restart func(context.Context) error) (time.Duration, error) {
+	if err := p.kill(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	rec.count(kind)
+	select {
+	case <-ctx.Done():
+	case <-time.After(down):
+	}
+	if err := restart(ctx); err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	rec.recovered(kind, took)
+	return took, nil
 }
 
 // admissionRecovery polls, after an API's death, until no SKU's admission gate counts any unit: run once the

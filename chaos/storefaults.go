@@ -27,23 +27,16 @@ type redisRestart struct {
 func (f redisRestart) Name() string { return f.name }
 
 func (f redisRestart) Inject(ctx context.Context) error {
-	if err := f.t.redisSrv.kill(); err != nil {
-		return err
-	}
-	start := time.Now()
-	f.rec.count(f.Name())
-	select {
-	case <-ctx.Done():
-	case <-time.After(f.down):
-	}
-	if err := f.t.redisSrv.start(); err != nil {
-		return err
-	}
-	if err := waitTCP(ctx, f.t.redis, f.t.redisSrv, 10*time.Second); err != nil {
+	took, err := killAndRestart(ctx, f.rec, f.Name(), f.t.redisSrv, f.down, func(ctx context.Context) error {
+		if err := f.t.redisSrv.start(); err != nil {
+			return err
+		}
+		return waitTCP(ctx, f.t.redis, f.t.redisSrv, 10*time.Second)
+	})
+	if err != nil {
 		return fmt.Errorf("redis restart: %w", err)
 	}
-	f.rec.recovered(f.Name(), time.Since(start))
-	fmt.Fprintf(f.t.log, "chaos: redis killed, back empty after %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(f.t.log, "chaos: redis killed, back empty after %s\n", took.Round(time.Millisecond))
 	return nil
 }
 
