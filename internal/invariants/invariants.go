@@ -80,14 +80,11 @@ func Check(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, exp
 
 	for _, sku := range slices.Sorted(maps.Keys(expected)) {
 		s := SKUReport{SKU: sku, Expected: expected[sku], PaidUnits: paid[sku], AwaitingUnits: awaiting[sku]}
-		inv, err := store.Inventory(ctx, sku)
+		c, err := store.Conservation(ctx, sku)
 		if err != nil {
 			return rep, fmt.Errorf("invariants: %w", err)
 		}
-		s.DBStock = inv.Stock
-		if s.Deducted, s.Restored, err = store.LedgerTotals(ctx, sku); err != nil {
-			return rep, fmt.Errorf("invariants: %w", err)
-		}
+		s.DBStock, s.Deducted, s.Restored = c.Stock, c.Deducted, c.Restored
 		if s.RedisAvailable, s.RedisLoaded, err = rs.Available(ctx, sku); err != nil {
 			return rep, fmt.Errorf("invariants: %w", err)
 		}

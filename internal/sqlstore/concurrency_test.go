@@ -257,11 +257,11 @@ func TestConcurrentDeducts_NeverOversellInTheDatabase(t *testing.T) {
 			t.Errorf("deduct o%04d: %v, want success or sold out (conflicts must be retried inside Store)", i, err)
 		}
 	}
-	stock := stockOf(t, store, sku)
-	deducted, restored, err := store.LedgerTotals(ctx, sku)
+	c, err := store.Conservation(ctx, sku)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stock, deducted, restored := c.Stock, c.Deducted, c.Restored
 	if stock+deducted != flashUnits || restored != 0 {
 		t.Errorf("stock %d + deducted %d = %d (restored %d), want %d", stock, deducted, stock+deducted, restored, flashUnits)
 	}

@@ -243,23 +243,28 @@ func (s *Store) restoreTx(tx *gorm.DB, orderID string, lines []ordersaga.Line) (
 	return out, nil
 }
 
-// LedgerTotals returns Σ DEDUCT and Σ RESTORE of a SKU (invariant I1).
-func (s *Store) LedgerTotals(ctx context.Context, sku string) (deducted, restored int64, err error) {
-	var rows []struct {
-		Op  string
-		Sum int64
+// Conservation is a SKU's stock with its ledger's totals, read together (invariant I1: Stock + Deducted −
+// Restored is every unit ever stocked).
+type Conservation struct {
+	Stock    int64
+	Deducted int64 // Σ DEDUCT
+	Restored int64 // Σ RESTORE
+}
+
+// Conservation reads the stock and the ledger's totals of a SKU in one statement, so that all three come from
+// one snapshot even while deducts and restores commit: read in two statements, a restore committing between
+// them shows its units twice (I1 off by the restore, a read skew and not a loss).
+func (s *Store) Conservation(ctx context.Context, sku string) (Conservation, error) {
+	var rows []Conservation
+	err := s.db.WithContext(ctx).Raw(`SELECT i.stock AS stock,
+			(SELECT COALESCE(SUM(l.qty), 0) FROM stock_ledger l WHERE l.sku = i.sku AND l.op = ?) AS deducted,
+			(SELECT COALESCE(SUM(l.qty), 0) FROM stock_ledger l WHERE l.sku = i.sku AND l.op = ?) AS restored
+		FROM inventory i WHERE i.sku = ?`, OpDeduct, OpRestore, sku).Scan(&rows).Error
+	if err != nil {
+		return Conservation{}, fmt.Errorf("conservation %s: %w", sku, err)
 	}
-	if err := s.db.WithContext(ctx).Raw("SELECT op, COALESCE(SUM(qty), 0) AS sum FROM stock_ledger WHERE sku = ? GROUP BY op", sku).
-		Scan(&rows).Error; err != nil {
-		return 0, 0, fmt.Errorf("ledger totals %s: %w", sku, err)
+	if len(rows) == 0 {
+		return Conservation{}, &ordersaga.UnknownSKUError{SKU: sku}
 	}
-	for _, r := range rows {
-		switch r.Op {
-		case OpDeduct:
-			deducted = r.Sum
-		case OpRestore:
-			restored = r.Sum
-		}
-	}
-	return deducted, restored, nil
+	return rows[0], nil
 }
