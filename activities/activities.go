@@ -109,7 +109,7 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.R
 	if err != nil {
 		return "", businessError(err)
 	}
-	killpoint.Hit(killpoint.ReserveAfterScript) // the hold is in Redis; the workflow has not heard of it
+	killpoint.Hit(killpoint.ReserveAfterScript, in.OrderID) // the hold is in Redis; the workflow has not heard of it
 	return out, nil
 }
 
@@ -167,7 +167,7 @@ func (a *Activities) DeductOrder(ctx context.Context, in ordersaga.DeductInput) 
 	if err != nil {
 		return ordersaga.DeductResult{}, businessError(err)
 	}
-	killpoint.Hit(killpoint.DeductAfterCommit) // committed; the workflow has not heard of it
+	killpoint.Hit(killpoint.DeductAfterCommit, in.OrderID) // committed; the workflow has not heard of it
 	return res, nil
 }
 
@@ -180,7 +180,7 @@ func (a *Activities) RestoreOrder(ctx context.Context, in RestoreInput) ([]order
 	if err != nil {
 		return nil, err
 	}
-	killpoint.Hit(killpoint.CompensateMiddle) // the database is restored, the Redis release not run yet
+	killpoint.Hit(killpoint.CompensateMiddle, in.OrderID) // the database is restored, the Redis release not run yet
 	for _, l := range out {
 		if l.Tombstone {
 			activity.GetLogger(ctx).Info("restore before deduct: tombstone written", "sku", l.SKU, "order_id", in.OrderID)

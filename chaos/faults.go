@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,11 +32,26 @@ type recorder struct {
 	injected map[string]int64
 	missed   int64 // kill points armed that were not reached in time
 	recovery map[string]time.Duration
-	leaked   int64 // API kills whose admission counts were not freed in time
+	leaked   int64            // API kills whose admission counts were not freed in time
+	victims  map[string]int64 // order -> worker kills in its middle
 }
 
 func newRecorder() *recorder {
-	return &recorder{injected: map[string]int64{}, recovery: map[string]time.Duration{}}
+	return &recorder{injected: map[string]int64{}, recovery: map[string]time.Duration{}, victims: map[string]int64{}}
+}
+
+// victim records an order a worker kill hit.
+func (r *recorder) victim(order string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.victims[order]++
+}
+
+// spareList is the orders killed so far, for killpoint.EnvSpare.
+func (r *recorder) spareList() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(slices.Sorted(maps.Keys(r.victims)), ",")
 }
 
 func (r *recorder) count(kind string) {
@@ -67,6 +86,10 @@ type workerKill struct {
 	rec   *recorder
 	point string
 	limit time.Duration // how long the armed worker may take to reach its point
+	// rekill lets a kill hit an order an earlier kill already hit. Off, the armed worker spares those
+	// orders (killpoint.EnvSpare): otherwise the restarted worker's first task is often the retried workflow
+	// task of the last victim, killed again and again, a poison order rather than a crash.
+	rekill bool
 }
 
 func (f workerKill) Name() string { return "worker_kill_" + f.point }
@@ -75,7 +98,11 @@ func (f workerKill) Inject(ctx context.Context) error {
 	w := f.t.workers[rand.IntN(len(f.t.workers))]
 	w.stop(30 * time.Second)
 	after := 1 + rand.IntN(3)
-	if err := w.start(killpoint.EnvAt+"="+f.point, killpoint.EnvAfter+"="+strconv.Itoa(after)); err != nil {
+	env := []string{killpoint.EnvAt + "=" + f.point, killpoint.EnvAfter + "=" + strconv.Itoa(after)}
+	if !f.rekill {
+		env = append(env, killpoint.EnvSpare+"="+f.rec.spareList())
+	}
+	if err := w.start(env...); err != nil {
 		return err
 	}
 	select {
@@ -90,9 +117,28 @@ func (f workerKill) Inject(ctx context.Context) error {
 	}
 	if w.killedBySIGKILL() {
 		f.rec.count(f.Name())
-		fmt.Fprintf(f.t.log, "chaos: %s killed at %s (hit %d)\n", w.name, f.point, after)
+		order := lastKilledOrder(w.log)
+		if order != "" {
+			f.rec.victim(order)
+		}
+		fmt.Fprintf(f.t.log, "chaos: %s killed at %s (hit %d) in order %s\n", w.name, f.point, after, order)
 	}
 	return w.start()
+}
+
+// lastKilledOrder is the order named by the last kill line (killpoint.KillLine) in a worker's log, or "".
+func lastKilledOrder(logPath string) string {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if order, ok := killpoint.KilledOrder(lines[i]); ok {
+			return order
+		}
+	}
+	return ""
 }
 
 // apiKill sends SIGKILL to one order API with requests in flight and starts it again.

@@ -82,6 +82,7 @@ func parseScenario(name string, args []string, stderr io.Writer) (scenario, erro
 	fs.IntVar(&sc.Stock, "stock", sc.Stock, "initial stock of each SKU (0: -orders, at least 20)")
 	fs.BoolVar(&sc.KeepDB, "keep-db", false, "keep the run's database (default: dropped when the verdict is clean)")
 	fs.StringVar(&sc.Dir, "dir", "", "working directory for binaries, logs and the Temporal file (default: a new temporary one)")
+	fs.BoolVar(&sc.Rekill, "rekill", false, "worker kills may hit an order an earlier kill already hit (default: such orders are spared)")
 	onlyKinds := fs.String("only", "", "soak: comma-separated fault kinds to draw (e.g. redis_restart,mysql_kill_connections; default: every kind)")
 	if err := fs.Parse(args); err != nil {
 		return scenario{}, err

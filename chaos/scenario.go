@@ -27,6 +27,7 @@ type scenario struct {
 	KeepDB   bool
 	Dir      string
 	Only     []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
+	Rekill   bool     // worker kills may hit an order an earlier kill hit (workerKill.rekill)
 }
 
 // defaultScenario is a subcommand's defaults.
@@ -182,7 +183,7 @@ func (r *runState) underLoad(ctx context.Context, minOrders int, faults func(ctx
 func (r *runState) workerKills(ctx context.Context) error {
 	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
 		for _, p := range killpoint.Points {
-			f := workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second}
+			f := workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second, rekill: r.sc.Rekill}
 			for range r.sc.Kills {
 				if err := f.Inject(ctx); err != nil {
 					return fmt.Errorf("%s: %w", f.Name(), err)
@@ -250,7 +251,7 @@ func (r *runState) soakFaults() []fault {
 	fs := []fault{apiKill{t: r.t, rec: r.rec, restartAfter: 2 * time.Second},
 		temporalRestart{t: r.t, rec: r.rec, down: 2 * time.Second}}
 	for _, p := range killpoint.Points {
-		fs = append(fs, workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second})
+		fs = append(fs, workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second, rekill: r.sc.Rekill})
 	}
 	return append(fs, r.storeFaults()...)
 }

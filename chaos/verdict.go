@@ -117,6 +117,12 @@ func (r *runState) faultCounters(c map[string]int64) {
 		c["recovery_ms_"+k] = d.Milliseconds()
 	}
 	c["kill_points_missed"] = r.rec.missed
+	c["orders_killed"] = int64(len(r.rec.victims))
+	for _, n := range r.rec.victims {
+		if n > 1 {
+			c["orders_killed_again"]++
+		}
+	}
 	c["admission_leaked"] = r.rec.leaked
 }
 

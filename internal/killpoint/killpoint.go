@@ -30,7 +30,26 @@ var Points = []string{ReserveAfterScript, DeductAfterCommit, CompensateMiddle}
 const (
 	EnvAt    = "ORDERSAGA_KILL_AT"
 	EnvAfter = "ORDERSAGA_KILL_AFTER"
+	// EnvSpare lists, comma-separated, the orders whose hits do not count: the chaos tool names there the
+	// orders an earlier kill already hit, so that each kill crashes a worker in the middle of a new order (a
+	// retried workflow task of the last victim is what a restarted worker picks up first).
+	EnvSpare = "ORDERSAGA_KILL_SPARE"
 )
+
+// KillLine is how a process about to kill itself names the point and the order on stderr, before the
+// SIGKILL: "killpoint: SIGKILL at <point> (hit <n>) order <order>".
+const KillLine = "killpoint: SIGKILL at "
+
+// KilledOrder returns the order named by a KillLine in line, if it holds one.
+func KilledOrder(line string) (string, bool) {
+	_, rest, ok := strings.Cut(line, KillLine)
+	if !ok {
+		return "", false
+	}
+	_, order, ok := strings.Cut(rest, " order ")
+	order = strings.TrimSpace(order)
+	return order, ok && order != ""
+}
 
 // Config is a parsed kill setting: the point to kill at (empty: none) and at which of its hits.
 type Config struct {
@@ -63,6 +82,7 @@ func Parse(at, after string) (Config, error) {
 var (
 	armed   atomic.Bool
 	setting Config
+	spare   map[string]bool
 	hits    atomic.Int64
 )
 
@@ -75,17 +95,25 @@ func init() {
 	}
 	if c.Point != "" {
 		setting = c
+		spare = map[string]bool{}
+		for _, o := range strings.Split(os.Getenv(EnvSpare), ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				spare[o] = true
+			}
+		}
 		armed.Store(true)
 	}
 }
 
-// Hit marks that the process reached the point name: it sends itself SIGKILL when name is the configured
-// point and this is its configured hit. Without a configured point it is one atomic load.
-func Hit(name string) {
-	if !armed.Load() || name != setting.Point {
+// Hit marks that the process reached the point name in the given order: it names the point and the order on
+// stderr (KillLine) and sends itself SIGKILL when name is the configured point, the order is not spared and
+// this is the point's configured hit. Without a configured point it is one atomic load.
+func Hit(name, order string) {
+	if !armed.Load() || name != setting.Point || spare[order] {
 		return
 	}
-	if hits.Add(1) == setting.After {
+	if n := hits.Add(1); n == setting.After {
+		fmt.Fprintf(os.Stderr, "%s%s (hit %d) order %s\n", KillLine, name, n, order)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL cannot be caught: nothing after this point runs
 	}

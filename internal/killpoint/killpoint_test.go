@@ -44,7 +44,7 @@ func TestUnsetIsInert(t *testing.T) {
 		t.Skip("a kill point is set in this process's environment")
 	}
 	for _, p := range Points {
-		Hit(p)
+		Hit(p, "o1")
 	}
 }
 
@@ -52,15 +52,19 @@ func TestUnsetIsInert(t *testing.T) {
 // SIGKILL after the first hit returned and before the second returned.
 func TestKillsAtTheNthHit(t *testing.T) {
 	if os.Getenv("KILLPOINT_CHILD") == "1" {
-		Hit(ReserveAfterScript) // another point: ignored
-		Hit(DeductAfterCommit)
+		Hit(ReserveAfterScript, "o1") // another point: ignored
+		Hit(DeductAfterCommit, "o1")
 		os.Stdout.WriteString("after-hit-1\n")
-		Hit(DeductAfterCommit)
+		Hit(DeductAfterCommit, "o2") // spared: not counted
+		os.Stdout.WriteString("after-spared\n")
+		Hit(DeductAfterCommit, "o3")
 		os.Stdout.WriteString("after-hit-2\n")
 		os.Exit(0)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillsAtTheNthHit$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "KILLPOINT_CHILD=1", EnvAt+"="+DeductAfterCommit, EnvAfter+"=2")
+	cmd.Env = append(os.Environ(), "KILLPOINT_CHILD=1", EnvAt+"="+DeductAfterCommit, EnvAfter+"=2", EnvSpare+"=o0, o2")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
@@ -70,7 +74,10 @@ func TestKillsAtTheNthHit(t *testing.T) {
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("child ended with %v, want SIGKILL (output %q)", ee, out)
 	}
-	if !strings.Contains(string(out), "after-hit-1") || strings.Contains(string(out), "after-hit-2") {
-		t.Fatalf("child output %q: want it killed at the second hit, not the first", out)
+	if !strings.Contains(string(out), "after-spared") || strings.Contains(string(out), "after-hit-2") {
+		t.Fatalf("child output %q: want it killed at the second hit, not the first, the spared order not counted", out)
+	}
+	if order, ok := KilledOrder(stderr.String()); !ok || order != "o3" {
+		t.Fatalf("child stderr %q: want a kill line naming order o3, got %q", stderr.String(), order)
 	}
 }
