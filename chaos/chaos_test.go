@@ -18,7 +18,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestShort runs the short scenario on the real services: one worker kill at each kill point, one API kill
-// with its admission recovery, one Temporal restart, a few hundred orders; every invariant counter must be 0.
+// with its admission recovery, one Temporal restart, one of each store fault (Redis restarted empty and
+// stopped 10 s, SCRIPT FLUSH, the database connections killed), a few hundred orders; every invariant counter
+// must be 0, and every fault must have been injected.
 func TestShort(t *testing.T) {
 	if os.Getenv("MYSQL_DSN") == "" {
 		t.Skip("MYSQL_DSN is not set: the chaos run needs a real MySQL/MariaDB (and redis-server, or CHAOS_REDIS_ADDR)")
@@ -30,7 +32,7 @@ func TestShort(t *testing.T) {
 		t.Skip("redis-server is not installed (apt-get install -y redis-server) and CHAOS_REDIS_ADDR is not set: the chaos run starts a Redis of its own")
 	}
 	sc, _ := defaultScenario("short")
-	sc.Orders = 240
+	sc.Orders = 320
 	sc.Dir = t.TempDir()
 	start := time.Now()
 	res, err := runScenario(t.Context(), sc, testWriter{t})
@@ -41,6 +43,16 @@ func TestShort(t *testing.T) {
 	for _, k := range invariantCounters {
 		if res.counters[k] != 0 {
 			t.Errorf("%s = %d, want 0", k, res.counters[k])
+		}
+	}
+	kinds := []string{"worker_kill_reserve-after-script", "worker_kill_deduct-after-commit", "worker_kill_compensate-middle",
+		"api_kill", "temporal_restart", "redis_script_flush", "mysql_kill_connections"}
+	if os.Getenv("CHAOS_REDIS_ADDR") == "" { // the run's own Redis, which it can restart
+		kinds = append(kinds, "redis_restart", "redis_stop_10s")
+	}
+	for _, kind := range kinds {
+		if res.counters["faults_"+kind] == 0 {
+			t.Errorf("faults_%s = 0: the short run must inject one", kind)
 		}
 	}
 	if res.counters["accepted"] == 0 {

@@ -160,7 +160,7 @@ func (r *runState) phases() []phase {
 	case "soak":
 		return []phase{r.soak}
 	default: // short: one of each
-		return []phase{r.workerKills, r.apiKills, r.temporalRestarts}
+		return []phase{r.workerKills, r.apiKills, r.temporalRestarts, r.storeFaultsOnce}
 	}
 }
 
@@ -236,6 +236,20 @@ func (r *runState) temporalRestarts(ctx context.Context) error {
 				return err
 			}
 			time.Sleep(5 * time.Second) // the load runs on the restarted server before the next kill
+		}
+		return nil
+	})
+}
+
+// storeFaultsOnce injects each store fault once (storefaults.go: SCRIPT FLUSH, the database connections
+// killed, Redis restarted empty and stopped for 10 s) with the load running, 5 s apart.
+func (r *runState) storeFaultsOnce(ctx context.Context) error {
+	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
+		for _, f := range r.storeFaults() {
+			if err := f.Inject(ctx); err != nil {
+				return fmt.Errorf("%s: %w", f.Name(), err)
+			}
+			time.Sleep(5 * time.Second)
 		}
 		return nil
 	})
