@@ -129,30 +129,42 @@ type placed struct {
 const retryBudget = 3 * time.Minute
 
 // place POSTs the order until it gets a final answer; ok is a 201.
-func (l *load) place(ctx context.Context, key string, body []byte) (placed, bool) {
-	deadline := time.Now().Add(retryBudget)
-	for attempt := 0; time.Now().Before(deadline) && ctx.Err() == nil; attempt++ {
-		code, answer, err := l.post(ctx, "/v1/orders", body, map[string]string{"Idempotency-Key": key})
+func (l *load) place(ctx context.Context, key string, body []byte) (p placed, ok bool) {
+	l.untilAnswered(ctx, func() (int, []byte, error) {
+		return l.post(ctx, "/v1/orders", body, map[string]string{"Idempotency-Key": key})
+	}, func(code int, answer []byte) {
 		switch {
-		case err == nil && code == http.StatusCreated:
-			var p placed
+		case code == http.StatusCreated:
 			if json.Unmarshal(answer, &p) != nil || p.OrderID == "" {
 				l.c.badAnswers.Add(1)
-				return placed{}, false
+				return
 			}
 			l.recordAccepted(key, p.OrderID)
-			return p, true
-		case err == nil && code == http.StatusConflict && !bytes.Contains(answer, []byte("order-pending")):
+			ok = true
+		case code == http.StatusConflict:
 			l.c.soldOut.Add(1) // sold-out or limit-exceeded: not remembered, the client gives up
-			return placed{}, false
-		case err == nil && code < 500 && code != http.StatusConflict:
+		default:
 			l.c.badAnswers.Add(1) // 4xx other than 409: the client's request is wrong, a bug of this tool
-			return placed{}, false
+		}
+	})
+	return p, ok
+}
+
+// untilAnswered sends a request until it gets a final answer, and gives that answer to decide: a network
+// error, a 5xx or a 409 order-pending (the API's "retry with the same key") is retried with backoff, against
+// the next API, until the retry budget runs out (counted as gave_up).
+func (l *load) untilAnswered(ctx context.Context, send func() (int, []byte, error), decide func(code int, answer []byte)) {
+	deadline := time.Now().Add(retryBudget)
+	for attempt := 0; time.Now().Before(deadline) && ctx.Err() == nil; attempt++ {
+		code, answer, err := send()
+		pending := code == http.StatusConflict && bytes.Contains(answer, []byte("order-pending"))
+		if err == nil && code < 500 && !pending {
+			decide(code, answer)
+			return
 		}
 		l.backoff(ctx, attempt)
 	}
 	l.c.gaveUp.Add(1)
-	return placed{}, false
 }
 
 // recordAccepted notes a 201 for key.
@@ -167,54 +179,42 @@ func (l *load) recordAccepted(key, orderID string) {
 	l.accepted[orderID] = key
 }
 
-// pay delivers a signed payment event for the order's amount, retrying 5xx and network errors.
+// pay delivers a signed payment event for the order's amount (signed afresh at each attempt).
 func (l *load) pay(ctx context.Context, key string, o placed) {
 	body, _ := json.Marshal(map[string]any{"event_id": "evt-" + key, "order_id": o.OrderID,
 		"amount_cents": o.AmountCents, "currency": "CNY", "status": "succeeded"})
-	deadline := time.Now().Add(retryBudget)
-	for attempt := 0; time.Now().Before(deadline) && ctx.Err() == nil; attempt++ {
+	l.untilAnswered(ctx, func() (int, []byte, error) {
 		hdr := map[string]string{webhook.Header: webhook.Sign(time.Now(), body, webhookSecret)}
-		code, answer, err := l.post(ctx, "/v1/payments/webhook", body, hdr)
-		if err == nil && code == http.StatusOK {
-			var r struct{ Result string }
-			_ = json.Unmarshal(answer, &r)
-			switch r.Result {
-			case "applied":
-				l.c.paid.Add(1)
-			case "refunded":
-				l.c.refunded.Add(1) // late: the order expired first
-			case "duplicate":
-				l.c.duplicate.Add(1) // an earlier delivery, whose answer was lost (its API died), was recorded
-			default:
-				l.c.badAnswers.Add(1)
-			}
-			return
-		}
-		if err == nil && code < 500 {
+		return l.post(ctx, "/v1/payments/webhook", body, hdr)
+	}, func(code int, answer []byte) {
+		var r struct{ Result string }
+		_ = json.Unmarshal(answer, &r)
+		switch {
+		case code != http.StatusOK:
 			l.c.badAnswers.Add(1)
-			return
+		case r.Result == "applied":
+			l.c.paid.Add(1)
+		case r.Result == "refunded":
+			l.c.refunded.Add(1) // late: the order expired first
+		case r.Result == "duplicate":
+			l.c.duplicate.Add(1) // an earlier delivery, whose answer was lost (its API died), was recorded
+		default:
+			l.c.badAnswers.Add(1)
 		}
-		l.backoff(ctx, attempt)
-	}
-	l.c.gaveUp.Add(1)
+	})
 }
 
-// cancel cancels the order, retrying 5xx and network errors.
+// cancel cancels the order.
 func (l *load) cancel(ctx context.Context, orderID string) {
-	deadline := time.Now().Add(retryBudget)
-	for attempt := 0; time.Now().Before(deadline) && ctx.Err() == nil; attempt++ {
-		code, _, err := l.post(ctx, "/v1/orders/"+orderID+"/cancel", nil, nil)
-		if err == nil && code == http.StatusOK {
+	l.untilAnswered(ctx, func() (int, []byte, error) {
+		return l.post(ctx, "/v1/orders/"+orderID+"/cancel", nil, nil)
+	}, func(code int, _ []byte) {
+		if code == http.StatusOK {
 			l.c.cancelled.Add(1)
-			return
-		}
-		if err == nil && code < 500 {
+		} else {
 			l.c.badAnswers.Add(1)
-			return
 		}
-		l.backoff(ctx, attempt)
-	}
-	l.c.gaveUp.Add(1)
+	})
 }
 
 // post sends one request to the next API in turn.
