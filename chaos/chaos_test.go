@@ -32,6 +32,11 @@ func TestShort(t *testing.T) {
 		t.Skip("redis-server is not installed (apt-get install -y redis-server) and CHAOS_REDIS_ADDR is not set: the chaos run starts a Redis of its own")
 	}
 	sc, _ := defaultScenario("short")
+	if _, _, err := mariadbBinaries(); err == nil {
+		sc.OwnMySQL = true // MariaDB is installed: the run restarts a server of its own
+	} else {
+		t.Logf("no MySQL restart: %v", err)
+	}
 	sc.Orders = 320
 	sc.Dir = t.TempDir()
 	start := time.Now()
@@ -49,6 +54,9 @@ func TestShort(t *testing.T) {
 		"api_kill", "temporal_restart", "redis_script_flush", "mysql_kill_connections"}
 	if os.Getenv("CHAOS_REDIS_ADDR") == "" { // the run's own Redis, which it can restart
 		kinds = append(kinds, "redis_restart", "redis_stop_10s")
+	}
+	if sc.OwnMySQL {
+		kinds = append(kinds, "mysql_restart")
 	}
 	for _, kind := range kinds {
 		if res.counters["faults_"+kind] == 0 {

@@ -83,6 +83,7 @@ func parseScenario(name string, args []string, stderr io.Writer) (scenario, erro
 	fs.BoolVar(&sc.KeepDB, "keep-db", false, "keep the run's database (default: dropped when the verdict is clean)")
 	fs.StringVar(&sc.Dir, "dir", "", "working directory for binaries, logs and the Temporal file (default: a new temporary one)")
 	fs.BoolVar(&sc.Rekill, "rekill", false, "worker kills may hit an order an earlier kill already hit (default: such orders are spared)")
+	fs.BoolVar(&sc.OwnMySQL, "own-mysql", false, "start a MariaDB server of the run's own (mariadb-install-db, mariadbd) instead of using MYSQL_DSN's, and add the mysql_restart fault (SIGKILL, 2 s down)")
 	onlyKinds := fs.String("only", "", "soak: comma-separated fault kinds to draw (e.g. redis_restart,mysql_kill_connections; default: every kind)")
 	if err := fs.Parse(args); err != nil {
 		return scenario{}, err

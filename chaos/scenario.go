@@ -28,6 +28,7 @@ type scenario struct {
 	Dir      string
 	Only     []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
 	Rekill   bool     // worker kills may hit an order an earlier kill hit (workerKill.rekill)
+	OwnMySQL bool     // the run starts a MariaDB server of its own, which the mysql_restart fault may kill
 }
 
 // defaultScenario is a subcommand's defaults.
@@ -73,7 +74,7 @@ func runScenario(ctx context.Context, sc scenario, log io.Writer) (result, error
 		dir = d
 	}
 	fmt.Fprintf(log, "chaos: %s: binaries, logs and the Temporal file in %s\n", sc.Name, dir)
-	t, err := startTopology(ctx, dir, log)
+	t, err := startTopology(ctx, dir, sc.OwnMySQL, log)
 	if err != nil {
 		return result{}, err
 	}

@@ -86,13 +86,37 @@ func (f mysqlKill) Inject(ctx context.Context) error {
 	return nil
 }
 
-// storeFaults are the store faults of the soak; the Redis restarts only when the run started its own Redis.
+// mysqlRestart SIGKILLs the run's own MariaDB server (-own-mysql) and starts it again on its data directory
+// after down: every connection dies mid-statement, the transactions in flight roll back, InnoDB recovers what
+// committed, and every process must reconnect.
+type mysqlRestart struct {
+	t    *topology
+	rec  *recorder
+	down time.Duration
+}
+
+func (mysqlRestart) Name() string { return "mysql_restart" }
+
+func (f mysqlRestart) Inject(ctx context.Context) error {
+	took, err := killAndRestart(ctx, f.rec, f.Name(), f.t.mysqlSrv, f.down, f.t.restartMySQL)
+	if err != nil {
+		return fmt.Errorf("mysql restart: %w", err)
+	}
+	fmt.Fprintf(f.t.log, "chaos: mysql killed and back after %s\n", took.Round(time.Millisecond))
+	return nil
+}
+
+// storeFaults are the store faults of the soak; the Redis restarts only when the run started its own Redis,
+// the MySQL restart only when it started its own MariaDB.
 func (r *runState) storeFaults() []fault {
 	fs := []fault{scriptFlush{t: r.t, rec: r.rec}, mysqlKill{t: r.t, rec: r.rec}}
 	if r.t.redisSrv != nil {
 		fs = append(fs,
 			redisRestart{t: r.t, rec: r.rec, down: 0, name: "redis_restart"},
 			redisRestart{t: r.t, rec: r.rec, down: 10 * time.Second, name: "redis_stop_10s"})
+	}
+	if r.t.mysqlSrv != nil {
+		fs = append(fs, mysqlRestart{t: r.t, rec: r.rec, down: 2 * time.Second})
 	}
 	return fs
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -41,7 +43,10 @@ type topology struct {
 	apis     []*proc
 	apiURLs  []string
 	workers  []*proc
-	redisSrv *proc // nil when CHAOS_REDIS_ADDR names an external Redis
+	redisSrv *proc  // nil when CHAOS_REDIS_ADDR names an external Redis
+	mysqlSrv *proc  // the run's own MariaDB (-own-mysql); nil on MYSQL_DSN's server
+	mysqlDSN string // the server's DSN without a database: MYSQL_DSN, or the own server's
+	mysqlAdr string // the own server's address
 
 	store *sqlstore.Store
 	rs    *redisstock.Store
@@ -49,11 +54,18 @@ type topology struct {
 	log   io.Writer
 }
 
-// startTopology builds the binaries, creates the run's database, starts Redis (unless CHAOS_REDIS_ADDR is set), the
-// Temporal server, two workers and two APIs, and waits until each one serves.
-func startTopology(ctx context.Context, dir string, log io.Writer) (*topology, error) {
-	t := &topology{dir: dir, log: log}
+// startTopology builds the binaries, creates the run's database (on a MariaDB server of its own when ownMySQL
+// is set), starts Redis (unless CHAOS_REDIS_ADDR is set), the Temporal server, two workers and two APIs, and
+// waits until each one serves.
+func startTopology(ctx context.Context, dir string, ownMySQL bool, log io.Writer) (*topology, error) {
+	t := &topology{dir: dir, log: log, mysqlDSN: os.Getenv("MYSQL_DSN")}
+	if t.mysqlDSN == "" {
+		t.mysqlDSN = "root@tcp(127.0.0.1:3306)/"
+	}
 	steps := []func(context.Context) error{t.build, t.createDatabase, t.startRedis, t.openStores, t.startTemporal, t.startWorkers, t.startAPIs}
+	if ownMySQL {
+		steps = append([]func(context.Context) error{t.startMySQL}, steps...)
+	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			t.shutdown(false)
@@ -73,13 +85,10 @@ func (t *topology) build(ctx context.Context) error {
 	return nil
 }
 
-// createDatabase creates chaos_<unix nanos> on the MYSQL_DSN server (default root@tcp(127.0.0.1:3306)/).
+// createDatabase creates chaos_<unix nanos> on the run's server: MYSQL_DSN's (default
+// root@tcp(127.0.0.1:3306)/), or its own.
 func (t *topology) createDatabase(ctx context.Context) error {
-	base := os.Getenv("MYSQL_DSN")
-	if base == "" {
-		base = "root@tcp(127.0.0.1:3306)/"
-	}
-	cfg, err := mysql.ParseDSN(base)
+	cfg, err := mysql.ParseDSN(t.mysqlDSN)
 	if err != nil {
 		return fmt.Errorf("MYSQL_DSN: %w", err)
 	}
@@ -127,6 +136,78 @@ func (t *topology) startRedis(ctx context.Context) error {
 		return err
 	}
 	return waitTCP(ctx, t.redis, t.redisSrv, 10*time.Second)
+}
+
+// mariadbBinaries finds mariadb-install-db and mariadbd (or mysqld), on PATH or in /usr/sbin.
+func mariadbBinaries() (install, server string, err error) {
+	find := func(names ...string) string {
+		for _, n := range names {
+			if p, err := exec.LookPath(n); err == nil {
+				return p
+			}
+			if p := filepath.Join("/usr/sbin", n); fileExists(p) {
+				return p
+			}
+		}
+		return ""
+	}
+	install, server = find("mariadb-install-db", "mysql_install_db"), find("mariadbd", "mysqld")
+	if install == "" || server == "" {
+		return "", "", errors.New("-own-mysql: mariadb-install-db and mariadbd not found (apt-get install -y mariadb-server)")
+	}
+	return install, server, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// startMySQL initialises a data directory in the run's directory and starts a MariaDB server of the run's
+// own on a free port (InnoDB with its defaults: every commit flushed), which the mysql_restart fault may
+// SIGKILL. root has no password; the server listens on 127.0.0.1 only.
+func (t *topology) startMySQL(ctx context.Context) error {
+	install, server, err := mariadbBinaries()
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(t.dir, "mysql-data")
+	cmd := exec.CommandContext(ctx, install, "--no-defaults", "--datadir="+data, "--user="+currentUser(),
+		"--auth-root-authentication-method=normal", "--skip-test-db")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %w\n%s", install, err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	t.mysqlSrv = &proc{name: "mysql", bin: server, log: filepath.Join(t.dir, "mysql.log"),
+		args: []string{"--no-defaults", "--datadir=" + data, "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
+			"--socket=" + filepath.Join(t.dir, "mysql.sock"), "--user=" + currentUser(), "--skip-name-resolve",
+			"--innodb-buffer-pool-size=128M", "--max-connections=500"}}
+	t.mysqlAdr = "127.0.0.1:" + strconv.Itoa(port)
+	t.mysqlDSN = "root@tcp(" + t.mysqlAdr + ")/"
+	if err := t.restartMySQL(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(t.log, "chaos: own MariaDB on %s\n", t.mysqlAdr)
+	return nil
+}
+
+// restartMySQL starts the run's own server (again) on its data directory and waits until it accepts
+// connections (after a SIGKILL, InnoDB's crash recovery runs first).
+func (t *topology) restartMySQL(ctx context.Context) error {
+	if err := t.mysqlSrv.start(); err != nil {
+		return err
+	}
+	return waitTCP(ctx, t.mysqlAdr, t.mysqlSrv, 60*time.Second)
+}
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "root"
 }
 
 // openStores opens the run's stores, which migrates the database once before any process starts.
@@ -246,11 +327,14 @@ func (t *topology) shutdown(dropDB bool) {
 	if t.close != nil {
 		t.close()
 	}
-	if dropDB && t.dbName != "" {
+	if dropDB && t.dbName != "" && t.mysqlSrv == nil { // the own server's data goes with the run's directory
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := execSQL(ctx, t.adminDSN, "DROP DATABASE IF EXISTS "+t.dbName); err != nil {
 			fmt.Fprintf(t.log, "chaos: drop database %s: %v\n", t.dbName, err)
 		}
+	}
+	if t.mysqlSrv != nil {
+		t.mysqlSrv.stop(30 * time.Second)
 	}
 }

@@ -92,6 +92,7 @@ func TestModel(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case is a C compile and a pan run of its own: one per core
 			out := runSpin(t, model, c.flags)
 			errs := regexp.MustCompile(`errors: (\d+)`).FindStringSubmatch(out)
 			if errs == nil {
