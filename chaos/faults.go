@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -188,43 +189,44 @@ func (f apiKill) restartAPI(ctx context.Context, i int) error {
 	return err
 }
 
-// temporalRestart kills the Temporal server process and starts it again on the same file and port.
-type temporalRestart struct {
-	t    *topology
-	rec  *recorder
-	down time.Duration
+// serverRestart SIGKILLs one of the run's servers (the Temporal server, its Redis, its own MariaDB), waits
+// down, starts it again with restart (which returns once it serves), and records the time from the kill until
+// then as the kind's recovery.
+type serverRestart struct {
+	rec     *recorder
+	kind    string // the RESULT name: temporal_restart, redis_restart, ...
+	what    string // for the log
+	p       *proc
+	down    time.Duration
+	restart func(context.Context) error
+	log     io.Writer
 }
 
-func (temporalRestart) Name() string { return "temporal_restart" }
+func (f serverRestart) Name() string { return f.kind }
 
-func (f temporalRestart) Inject(ctx context.Context) error {
-	took, err := killAndRestart(ctx, f.rec, f.Name(), f.t.temporal, f.down, f.t.restartTemporal)
-	if err != nil {
-		return fmt.Errorf("temporal restart: %w", err)
+func (f serverRestart) Inject(ctx context.Context) error {
+	if err := f.p.kill(); err != nil {
+		return err
 	}
-	fmt.Fprintf(f.t.log, "chaos: temporal server killed and back after %s\n", took.Round(time.Millisecond))
+	start := time.Now()
+	f.rec.count(f.kind)
+	select {
+	case <-ctx.Done():
+	case <-time.After(f.down):
+	}
+	if err := f.restart(ctx); err != nil {
+		return fmt.Errorf("%s: %w", f.kind, err)
+	}
+	took := time.Since(start)
+	f.rec.recovered(f.kind, took)
+	fmt.Fprintf(f.log, "chaos: %s killed and back after %s\n", f.what, took.Round(time.Millisecond))
 	return nil
 }
 
-// killAndRestart SIGKILLs p, counts the fault, waits down, restarts it with restart (which returns once it
-// serves) and records the time from the kill until then as the kind's recovery.
-func killAndRestart(ctx context.Context, rec *recorder, kind string, p *proc, down time.Duration,
-	restart func(context.Context) error) (time.Duration, error) {
-	if err := p.kill(); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	rec.count(kind)
-	select {
-	case <-ctx.Done():
-	case <-time.After(down):
-	}
-	if err := restart(ctx); err != nil {
-		return 0, err
-	}
-	took := time.Since(start)
-	rec.recovered(kind, took)
-	return took, nil
+// temporalRestart kills the Temporal server process and starts it again on the same file and port.
+func (r *runState) temporalRestart() serverRestart {
+	return serverRestart{rec: r.rec, kind: "temporal_restart", what: "temporal server", p: r.t.temporal,
+		down: 2 * time.Second, restart: r.t.restartTemporal, log: r.log}
 }
 
 // admissionRecovery polls, after an API's death, until no SKU's admission gate counts any unit: run once the

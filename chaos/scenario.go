@@ -231,7 +231,7 @@ func (r *runState) apiKills(ctx context.Context) error {
 // temporalRestarts kills and restarts the Temporal server Kills times with the load running.
 func (r *runState) temporalRestarts(ctx context.Context) error {
 	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
-		f := temporalRestart{t: r.t, rec: r.rec, down: 2 * time.Second}
+		f := r.temporalRestart()
 		for range r.sc.Kills {
 			if err := f.Inject(ctx); err != nil {
 				return err
@@ -264,7 +264,7 @@ func (r *runState) phaseOrders() int {
 // soakFaults are the faults the soak draws from: the process faults and the store faults (storefaults.go).
 func (r *runState) soakFaults() []fault {
 	fs := []fault{apiKill{t: r.t, rec: r.rec, restartAfter: 2 * time.Second},
-		temporalRestart{t: r.t, rec: r.rec, down: 2 * time.Second}}
+		r.temporalRestart()}
 	for _, p := range killpoint.Points {
 		fs = append(fs, workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second, rekill: r.sc.Rekill})
 	}

@@ -15,31 +15,6 @@ import (
 // stopped for a while, its scripts flushed, and the database connections of the run killed. Their injectors
 // are internal/faults' (measured one by one in its tests; RELIABILITY.md).
 
-// redisRestart kills the run's redis-server (SIGKILL: no persistence, every key is lost) and starts it again
-// on the same port after down: the stock is cold-loaded from the database, the markers re-marked.
-type redisRestart struct {
-	t    *topology
-	rec  *recorder
-	down time.Duration
-	name string
-}
-
-func (f redisRestart) Name() string { return f.name }
-
-func (f redisRestart) Inject(ctx context.Context) error {
-	took, err := killAndRestart(ctx, f.rec, f.Name(), f.t.redisSrv, f.down, func(ctx context.Context) error {
-		if err := f.t.redisSrv.start(); err != nil {
-			return err
-		}
-		return waitTCP(ctx, f.t.redis, f.t.redisSrv, 10*time.Second)
-	})
-	if err != nil {
-		return fmt.Errorf("redis restart: %w", err)
-	}
-	fmt.Fprintf(f.t.log, "chaos: redis killed, back empty after %s\n", took.Round(time.Millisecond))
-	return nil
-}
-
 // scriptFlush removes every Lua script from the run's Redis (SCRIPT FLUSH): each client's next EVALSHA
 // answers NOSCRIPT and must load the script again.
 type scriptFlush struct {
@@ -86,37 +61,23 @@ func (f mysqlKill) Inject(ctx context.Context) error {
 	return nil
 }
 
-// mysqlRestart SIGKILLs the run's own MariaDB server (-own-mysql) and starts it again on its data directory
-// after down: every connection dies mid-statement, the transactions in flight roll back, InnoDB recovers what
-// committed, and every process must reconnect.
-type mysqlRestart struct {
-	t    *topology
-	rec  *recorder
-	down time.Duration
-}
-
-func (mysqlRestart) Name() string { return "mysql_restart" }
-
-func (f mysqlRestart) Inject(ctx context.Context) error {
-	took, err := killAndRestart(ctx, f.rec, f.Name(), f.t.mysqlSrv, f.down, f.t.restartMySQL)
-	if err != nil {
-		return fmt.Errorf("mysql restart: %w", err)
-	}
-	fmt.Fprintf(f.t.log, "chaos: mysql killed and back after %s\n", took.Round(time.Millisecond))
-	return nil
-}
-
 // storeFaults are the store faults of the soak; the Redis restarts only when the run started its own Redis,
 // the MySQL restart only when it started its own MariaDB.
 func (r *runState) storeFaults() []fault {
 	fs := []fault{scriptFlush{t: r.t, rec: r.rec}, mysqlKill{t: r.t, rec: r.rec}}
 	if r.t.redisSrv != nil {
-		fs = append(fs,
-			redisRestart{t: r.t, rec: r.rec, down: 0, name: "redis_restart"},
-			redisRestart{t: r.t, rec: r.rec, down: 10 * time.Second, name: "redis_stop_10s"})
+		// SIGKILL: no persistence, every key is lost; the stock is cold-loaded from the database again.
+		redis := serverRestart{rec: r.rec, kind: "redis_restart", what: "redis (back empty)", p: r.t.redisSrv,
+			restart: r.t.restartRedis, log: r.log}
+		stop := redis
+		stop.kind, stop.down = "redis_stop_10s", 10*time.Second
+		fs = append(fs, redis, stop)
 	}
 	if r.t.mysqlSrv != nil {
-		fs = append(fs, mysqlRestart{t: r.t, rec: r.rec, down: 2 * time.Second})
+		// Every connection dies mid-statement, the transactions in flight roll back, InnoDB recovers what
+		// committed, and every process must reconnect.
+		fs = append(fs, serverRestart{rec: r.rec, kind: "mysql_restart", what: "mysql", p: r.t.mysqlSrv,
+			down: 2 * time.Second, restart: r.t.restartMySQL, log: r.log})
 	}
 	return fs
 }

@@ -132,6 +132,11 @@ func (t *topology) startRedis(ctx context.Context) error {
 	t.redis = "127.0.0.1:" + strconv.Itoa(port)
 	t.redisSrv = &proc{name: "redis", bin: bin, log: filepath.Join(t.dir, "redis.log"),
 		args: []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}}
+	return t.restartRedis(ctx)
+}
+
+// restartRedis starts the run's redis-server (again) on its port and waits until it accepts connections.
+func (t *topology) restartRedis(ctx context.Context) error {
 	if err := t.redisSrv.start(); err != nil {
 		return err
 	}
