@@ -19,8 +19,9 @@ func TestMain(m *testing.M) {
 
 // TestShort runs the short scenario on the real services: one worker kill at each kill point, one API kill
 // with its admission recovery, one Temporal restart, one of each store fault (Redis restarted empty and
-// stopped 10 s, SCRIPT FLUSH, the database connections killed), a few hundred orders; every invariant counter
-// must be 0, and every fault must have been injected.
+// stopped 10 s, SCRIPT FLUSH, the database connections killed, and a MariaDB server of its own killed and
+// restarted when MariaDB is installed), a few hundred orders; every invariant counter must be 0, and every
+// fault must have been injected.
 func TestShort(t *testing.T) {
 	if os.Getenv("MYSQL_DSN") == "" {
 		t.Skip("MYSQL_DSN is not set: the chaos run needs a real MySQL/MariaDB (and redis-server, or CHAOS_REDIS_ADDR)")

@@ -243,7 +243,8 @@ func (r *runState) temporalRestarts(ctx context.Context) error {
 }
 
 // storeFaultsOnce injects each store fault once (storefaults.go: SCRIPT FLUSH, the database connections
-// killed, Redis restarted empty and stopped for 10 s) with the load running, 5 s apart.
+// killed, Redis restarted empty and stopped for 10 s, the run's own MariaDB restarted) with the load running,
+// 5 s apart.
 func (r *runState) storeFaultsOnce(ctx context.Context) error {
 	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
 		for _, f := range r.storeFaults() {
