@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -98,7 +97,7 @@ func TestSagaEndToEnd(t *testing.T) {
 			case "paid":
 				pay := workflows.PaymentSignal{EventID: "evt-" + in.OrderID, AmountCents: res.Order.AmountCents, Currency: "CNY"}
 				r, err := orderclient.Pay(ctx, env.Client, in.OrderID, pay)
-				for waitedOut(err) && ctx.Err() == nil {
+				for orderclient.Undecided(err) && ctx.Err() == nil {
 					// Redelivered as a provider would: the event applies once, and a redelivery after the
 					// first got through says duplicate.
 					if r, err = orderclient.Pay(ctx, env.Client, in.OrderID, pay); r == ordersaga.PaymentDuplicate {
@@ -109,10 +108,9 @@ func TestSagaEndToEnd(t *testing.T) {
 					errs <- fmt.Errorf("pay %s: %v %v", in.OrderID, r, err)
 				}
 			case "cancel":
-				o, err := orderclient.Cancel(ctx, env.Client, in.OrderID, "changed my mind")
-				for waitedOut(err) && ctx.Err() == nil {
-					o, err = orderclient.Cancel(ctx, env.Client, in.OrderID, "changed my mind")
-				}
+				o, err := sagatest.UntilDecided(ctx, func() (ordersaga.Order, error) {
+					return orderclient.Cancel(ctx, env.Client, in.OrderID, "changed my mind")
+				})
 				if err != nil || o.Status != ordersaga.StatusCancelled {
 					errs <- fmt.Errorf("cancel %s: %v %v", in.OrderID, o.Status, err)
 				}
@@ -182,20 +180,9 @@ func TestSagaEndToEnd(t *testing.T) {
 		n, demand, placedIn.Round(time.Millisecond), counts, env.Store.Dialect(), rep)
 }
 
-// place is orderclient.Place as the order API uses it: when the wait for the reservation ends before it is
-// decided (the server's update wait is shorter than a reservation can take under -race on a loaded machine),
-// the same input is placed again, which attaches to the same workflow and gets its answer.
+// place is orderclient.Place as the order API uses it: when the reservation may still be deciding (the
+// server's update wait is shorter than a reservation can take under -race on a loaded machine), the same
+// input is placed again, which attaches to the same workflow and gets its answer.
 func place(ctx context.Context, c client.Client, in workflows.OrderInput) (workflows.Reservation, error) {
-	for {
-		res, err := orderclient.Place(ctx, c, in)
-		if !waitedOut(err) || ctx.Err() != nil {
-			return res, err
-		}
-	}
-}
-
-// waitedOut reports an update whose wait ended before the workflow answered it.
-func waitedOut(err error) bool {
-	var waited *client.WorkflowUpdateServiceTimeoutOrCanceledError
-	return errors.As(err, &waited)
+	return sagatest.UntilDecided(ctx, func() (workflows.Reservation, error) { return orderclient.Place(ctx, c, in) })
 }

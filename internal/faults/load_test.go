@@ -2,7 +2,6 @@ package faults_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -93,7 +93,7 @@ func runLoad(ctx context.Context, c client.Client, orders []*order, spacing time
 // act places one order and pays or cancels it as its group says.
 func act(ctx context.Context, c client.Client, o *order) error {
 	o.placedAt = time.Now()
-	res, err := retryWaited(ctx, func() (workflows.Reservation, error) { return orderclient.Place(ctx, c, o.in) })
+	res, err := sagatest.UntilDecided(ctx, func() (workflows.Reservation, error) { return orderclient.Place(ctx, c, o.in) })
 	o.decidedAt = time.Now()
 	if err != nil {
 		return fmt.Errorf("place %s: %w", o.in.OrderID, err)
@@ -105,7 +105,7 @@ func act(ctx context.Context, c client.Client, o *order) error {
 	switch o.group {
 	case groupPaid:
 		pay := workflows.PaymentSignal{EventID: "evt-" + o.in.OrderID, AmountCents: res.Order.AmountCents, Currency: "CNY"}
-		r, err := retryWaited(ctx, func() (ordersaga.PaymentResult, error) { return orderclient.Pay(ctx, c, o.in.OrderID, pay) })
+		r, err := sagatest.UntilDecided(ctx, func() (ordersaga.PaymentResult, error) { return orderclient.Pay(ctx, c, o.in.OrderID, pay) })
 		if err == nil && r != ordersaga.PaymentApplied && r != ordersaga.PaymentDuplicate {
 			err = fmt.Errorf("answered %s", r)
 		}
@@ -113,23 +113,11 @@ func act(ctx context.Context, c client.Client, o *order) error {
 			return fmt.Errorf("pay %s: %w", o.in.OrderID, err)
 		}
 	case groupCancel:
-		if _, err := retryWaited(ctx, func() (ordersaga.Order, error) { return orderclient.Cancel(ctx, c, o.in.OrderID, "fault test") }); err != nil {
+		if _, err := sagatest.UntilDecided(ctx, func() (ordersaga.Order, error) { return orderclient.Cancel(ctx, c, o.in.OrderID, "fault test") }); err != nil {
 			return fmt.Errorf("cancel %s: %w", o.in.OrderID, err)
 		}
 	}
 	return nil
-}
-
-// retryWaited calls f again while its update wait ends before the workflow answered (a slow activity under
-// a fault): the same request attaches to the same workflow, as the API's retry does.
-func retryWaited[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	for {
-		v, err := f()
-		var waited *client.WorkflowUpdateServiceTimeoutOrCanceledError
-		if !errors.As(err, &waited) || ctx.Err() != nil {
-			return v, err
-		}
-	}
 }
 
 // wantFinal is the status an order of the group must end in.

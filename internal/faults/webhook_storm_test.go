@@ -120,7 +120,7 @@ func eventBody(eventID, orderID string, amount int64) []byte {
 func (h *hook) placeOrder(ctx context.Context, id string, timeout time.Duration) (int64, error) {
 	in := workflows.OrderInput{OrderID: id, UserID: "buyer-" + id, Currency: "CNY",
 		Lines: []ordersaga.Line{{SKU: stormSKU, Qty: 1}}, PaymentTimeout: timeout}
-	res, err := retryWaited(ctx, func() (workflows.Reservation, error) { return orderclient.Place(ctx, h.env.Client, in) })
+	res, err := sagatest.UntilDecided(ctx, func() (workflows.Reservation, error) { return orderclient.Place(ctx, h.env.Client, in) })
 	if err != nil {
 		return 0, fmt.Errorf("place %s: %w", id, err)
 	}

@@ -252,7 +252,7 @@ var layers = []layer{
 	{
 		name:       "internal/sagatest: the tests' Temporal server and worker",
 		pkgs:       paths("internal/sagatest/..."),
-		module:     []string{"activities", "workflows", "internal/platform", "internal/testenv", "internal/sqlstore", "internal/redisstock"},
+		module:     []string{"activities", "workflows", "internal/orderclient", "internal/platform", "internal/testenv", "internal/sqlstore", "internal/redisstock"},
 		thirdParty: []string{"..."},
 	},
 	{

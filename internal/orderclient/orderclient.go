@@ -2,9 +2,11 @@ package orderclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
@@ -35,6 +37,21 @@ func Place(ctx context.Context, c client.Client, in workflows.OrderInput) (workf
 		return workflows.Reservation{}, fmt.Errorf("place order %s: %w", in.OrderID, err)
 	}
 	return res, nil
+}
+
+// Undecided reports an error after which the order's reservation may still be deciding, so placing the same
+// input again attaches to the same workflow and gets its answer: the client's wait for the update ended
+// (WorkflowUpdateServiceTimeoutOrCanceledError), the server's own wait for it ended (an Update-with-Start
+// answers that as the update operation's DeadlineExceeded), the context's deadline passed, or Temporal asked
+// to back off (ResourceExhausted: too many updates in flight on the workflow).
+func Undecided(err error) bool {
+	var (
+		updateTimeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
+		deadline      *serviceerror.DeadlineExceeded
+		exhausted     *serviceerror.ResourceExhausted
+	)
+	return errors.As(err, &updateTimeout) || errors.As(err, &deadline) || errors.As(err, &exhausted) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // Pay applies a payment through the workflow's pay update and returns what became of it.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
@@ -42,7 +41,7 @@ func (p *placement) place(ctx context.Context, orderID string, adm *admitted) (w
 		switch {
 		case errors.As(err, &started):
 			return s.closedReservation(ctx, orderID)
-		case err != nil && (ctx.Err() != nil || isTimeoutOrBackoff(err)):
+		case err != nil && (ctx.Err() != nil || orderclient.Undecided(err)):
 			return res, fmt.Errorf("%w: %w", errStillDeciding, err)
 		}
 		return res, err
@@ -59,18 +58,6 @@ func (p *placement) place(ctx context.Context, orderID string, adm *admitted) (w
 		}()
 		return workflows.Reservation{}, fmt.Errorf("%w: %w", errStillDeciding, ctx.Err())
 	}
-}
-
-// isTimeoutOrBackoff reports an error after which the reservation may still be deciding: the wait for the
-// update timed out (the SDK's own deadline can fire just before the context's), or Temporal asked to back off.
-func isTimeoutOrBackoff(err error) bool {
-	var (
-		updateTimeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
-		deadline      *serviceerror.DeadlineExceeded
-		exhausted     *serviceerror.ResourceExhausted
-	)
-	return errors.As(err, &updateTimeout) || errors.As(err, &deadline) || errors.As(err, &exhausted) ||
-		errors.Is(err, context.DeadlineExceeded)
 }
 
 // closedReservation rebuilds the reservation answer of an order whose workflow is closed: from the
