@@ -29,6 +29,7 @@ type Store struct {
 	db      *gorm.DB
 	dialect string
 	now     func() time.Time
+	group   *groupCommit // nil: every deduct in a transaction of its own (SetDeductBatch)
 }
 
 // Open opens MySQL when mysqlDSN is set, else SQLite at sqlitePath (created if missing), and applies the
@@ -114,7 +115,9 @@ func OpenWithPool(ctx context.Context, mysqlDSN, sqlitePath string, pool Pool) (
 		sqlDB.Close()
 		return nil, fmt.Errorf("open db: %w", err)
 	}
-	return &Store{db: db, dialect: dialect, now: func() time.Time { return time.Now().UTC() }}, nil
+	s := &Store{db: db, dialect: dialect, now: func() time.Time { return time.Now().UTC() }}
+	s.SetDeductBatch(DefaultDeductBatch)
+	return s, nil
 }
 
 // Dialect is schema.MySQL or schema.SQLite.

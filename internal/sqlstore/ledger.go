@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -33,10 +34,21 @@ func sortedLines(lines []ordersaga.Line) []ordersaga.Line {
 // not for the statements that touch this order's rows only (BENCHMARKS.md: about 1.5x the deducts per
 // second on one hot SKU on MariaDB). The UPDATE also checks the price read earlier, so an order never
 // records a price the SKU no longer had when its stock was taken (a reprice in between retries).
+//
+// The single-line deducts of one SKU that arrive together commit together (group.go): same outcome for each
+// order, one transaction for many.
 func (s *Store) Deduct(ctx context.Context, in ordersaga.DeductInput) (ordersaga.DeductResult, error) {
 	if err := ordersaga.CheckStored("deduct", in.OrderID, in.Lines); err != nil {
 		return ordersaga.DeductResult{}, err
 	}
+	if s.group != nil && len(in.Lines) == 1 {
+		return s.group.deduct(ctx, in)
+	}
+	return s.deductOne(ctx, in)
+}
+
+// deductOne is Deduct in a transaction of its own.
+func (s *Store) deductOne(ctx context.Context, in ordersaga.DeductInput) (ordersaga.DeductResult, error) {
 	lines := sortedLines(in.Lines) // one lock order for every transaction: no deadlock between two orders
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -66,13 +78,11 @@ func (s *Store) deductTx(tx *gorm.DB, in ordersaga.DeductInput, lines []ordersag
 	now := s.now()
 	limits := make([]int64, len(lines)) // per line, the SKU's per-user limit as read with its price
 	for i, l := range lines {
-		res := tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES (?, ?, ?, ?, ?)",
-			in.OrderID, l.SKU, OpDeduct, l.Qty, now)
-		if res.Error != nil {
-			if isDuplicate(res.Error) {
+		if err := insertLedger(tx, OpDeduct, now, ledgerEntry{in.OrderID, l.SKU, l.Qty}); err != nil {
+			if isDuplicate(err) {
 				return s.deductAgain(tx, in.OrderID)
 			}
-			return fmt.Errorf("deduct %s: ledger %s: %w", in.OrderID, l.SKU, res.Error)
+			return fmt.Errorf("deduct %s: ledger %s: %w", in.OrderID, l.SKU, err)
 		}
 		var restores int64
 		if err := tx.Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ? AND sku = ? AND op = ?"+s.forUpdate(),
@@ -137,6 +147,22 @@ func (s *Store) deductTx(tx *gorm.DB, in ordersaga.DeductInput, lines []ordersag
 type saleTerms struct {
 	PriceCents   int64
 	PerUserLimit int64
+}
+
+// ledgerEntry is one stock_ledger row to write.
+type ledgerEntry struct {
+	OrderID, SKU string
+	Qty          int64
+}
+
+// insertLedger writes ledger rows of one op in one INSERT; a row that exists (UNIQUE (order_id, sku, op))
+// fails the whole statement (isDuplicate).
+func insertLedger(tx *gorm.DB, op string, now time.Time, rows ...ledgerEntry) error {
+	args := make([]any, 0, 5*len(rows))
+	for _, r := range rows {
+		args = append(args, r.OrderID, r.SKU, op, r.Qty, now)
+	}
+	return tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES "+values(len(rows), 5), args...).Error
 }
 
 // deductAgain decides a deduct whose DEDUCT row already exists, under the order's row lock: the retry of a
@@ -218,14 +244,12 @@ func (s *Store) restoreTx(tx *gorm.DB, orderID string, lines []ordersaga.Line) (
 		if len(deducted) > 0 {
 			qty = deducted[0]
 		}
-		res := tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES (?, ?, ?, ?, ?)",
-			orderID, l.SKU, OpRestore, qty, now)
-		if res.Error != nil {
-			if isDuplicate(res.Error) {
+		if err := insertLedger(tx, OpRestore, now, ledgerEntry{orderID, l.SKU, qty}); err != nil {
+			if isDuplicate(err) {
 				out = append(out, ordersaga.RestoreLine{SKU: l.SKU, Duplicate: true})
 				continue
 			}
-			return nil, fmt.Errorf("restore %s: ledger %s: %w", orderID, l.SKU, res.Error)
+			return nil, fmt.Errorf("restore %s: ledger %s: %w", orderID, l.SKU, err)
 		}
 		if qty == 0 {
 			out = append(out, ordersaga.RestoreLine{SKU: l.SKU, Tombstone: true})

@@ -12,17 +12,30 @@ import (
 )
 
 func insertOrder(tx *gorm.DB, r ordersaga.OrderRecord, now time.Time) error {
-	amount := ordersaga.Amount(r.Lines)
+	return insertOrders(tx, []ordersaga.OrderRecord{r}, now)
+}
+
+// insertOrders records orders and their lines: one multi-row INSERT for the orders, one for the lines. A
+// duplicate order ID fails the whole statement (isDuplicate).
+func insertOrders(tx *gorm.DB, recs []ordersaga.OrderRecord, now time.Time) error {
+	orders := make([]any, 0, 9*len(recs))
+	var lines []any
+	for _, r := range recs {
+		orders = append(orders, r.OrderID, r.UserID, string(r.Status), ordersaga.Amount(r.Lines), r.Currency, r.PayBy,
+			nullable(clip(r.ClosedReason, closedReasonChars)), now, now)
+		for _, l := range r.Lines {
+			lines = append(lines, r.OrderID, l.SKU, l.Qty, l.UnitPriceCents)
+		}
+	}
 	if err := tx.Exec(`INSERT INTO orders (order_id, user_id, status, amount_cents, currency, pay_by, closed_reason, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.OrderID, r.UserID, string(r.Status), amount, r.Currency, r.PayBy, nullable(clip(r.ClosedReason, closedReasonChars)), now, now).Error; err != nil {
+		VALUES `+values(len(recs), 9), orders...).Error; err != nil {
 		return err
 	}
-	for _, l := range r.Lines {
-		if err := tx.Exec("INSERT INTO order_lines (order_id, sku, qty, unit_price_cents) VALUES (?, ?, ?, ?)",
-			r.OrderID, l.SKU, l.Qty, l.UnitPriceCents).Error; err != nil {
-			return fmt.Errorf("line %s: %w", l.SKU, err)
-		}
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := tx.Exec("INSERT INTO order_lines (order_id, sku, qty, unit_price_cents) VALUES "+values(len(lines)/4, 4), lines...).Error; err != nil {
+		return fmt.Errorf("order lines: %w", err)
 	}
 	return nil
 }
