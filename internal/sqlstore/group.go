@@ -151,7 +151,9 @@ func (g *groupCommit) run(sku string, q *skuQueue) {
 			return
 		}
 		batch := append([]*deductReq(nil), q.pending[:n]...)
-		q.pending = q.pending[n:]
+		rest := copy(q.pending, q.pending[n:])
+		clear(q.pending[rest:]) // the taken requests are not kept alive by the queue
+		q.pending = q.pending[:rest]
 		g.mu.Unlock()
 
 		live := batch[:0]
