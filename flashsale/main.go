@@ -45,6 +45,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if f, ok := stderr.(*os.File); ok {
 		terminal = term.IsTerminal(int(f.Fd()))
 	}
+	if cfg.FloodPair {
+		res, err := sale.FloodPair(ctx, cfg, sale.Options{Progress: stderr, Terminal: terminal})
+		if err != nil {
+			fmt.Fprintln(stderr, "flashsale:", err)
+			return 1
+		}
+		res.WriteSummary(stdout)
+		if res.Lost() > 0 {
+			fmt.Fprintf(stderr, "flashsale: %d winner requests got no answer\n", res.Lost())
+			return 1
+		}
+		return 0
+	}
 	var rep *sale.Report
 	if rejudge != "" {
 		rep, err = sale.ReadReport(rejudge)
@@ -116,6 +129,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cf
 	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", "", "also judge from this MySQL database (the stack's MYSQL_DSN)")
 	fs.StringVar(&cfg.SQLitePath, "sqlite-path", "", "also judge from this SQLite file (the local stack's database)")
 	fs.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: derived from the clock)")
+	fs.BoolVar(&cfg.FloodPair, "flood-pair", false, "instead of a sale, measure the orders accepted per second by --concurrency closed-loop winners for --duration, then again during an open-loop flood of orders of a sold-out SKU at --flood-x times that rate; prints a FLOOD line (exit 1 when a winner got no answer)")
+	fs.Float64Var(&cfg.FloodX, "flood-x", cfg.FloodX, "with --flood-pair: the flood's rate as a multiple of the accepted rate without it")
+	fs.Float64Var(&cfg.FloodMinRate, "flood-min-rate", cfg.FloodMinRate, "with --flood-pair: the flood's least rate (requests/s)")
+	fs.IntVar(&cfg.FloodInflight, "flood-inflight", cfg.FloodInflight, "with --flood-pair: the most flood requests in flight (more are skipped and counted)")
+	fs.DurationVar(&cfg.FloodWarmup, "flood-warmup", cfg.FloodWarmup, "with --flood-pair: the time before each phase's counted --duration")
 	fs.StringVar(&rejudge, "rejudge", "", "take the verdict of the run whose report is in this directory again, once the stack has settled, and rewrite its report there (or in --out); uses --target (default: the run's), --grace and the database flags")
 	if err := fs.Parse(args[min(1, len(args)):]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

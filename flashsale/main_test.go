@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFlagsTakeSecretsFromTheEnvironment(t *testing.T) {
@@ -67,5 +68,21 @@ func TestLimitAndBotFlags(t *testing.T) {
 	}
 	if cfg.PerUserLimit != 0 || cfg.BotRatio != 0 || cfg.BotAttempts != 20 {
 		t.Errorf("defaults: limit %d, bot ratio %g, bot attempts %d; want none, 0, 20", cfg.PerUserLimit, cfg.BotRatio, cfg.BotAttempts)
+	}
+}
+
+func TestFloodPairFlags(t *testing.T) {
+	env := map[string]string{"ADMIN_TOKEN": "tok"} // no webhook secret: the flood pair pays nothing
+	cfg, _, err := parseFlags([]string{"flashsale", "--flood-pair", "--flood-x", "5", "--flood-min-rate", "50", "--flood-inflight", "200", "--flood-warmup", "1s", "--duration", "20s"},
+		func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.FloodPair || cfg.FloodX != 5 || cfg.FloodMinRate != 50 || cfg.FloodInflight != 200 || cfg.FloodWarmup != time.Second || cfg.Concurrency != 64 || cfg.Duration != 20*time.Second {
+		t.Errorf("flood flags: %+v", cfg)
+	}
+	cfg, _, err = parseFlags([]string{"flashsale"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err == nil || cfg.FloodPair || cfg.FloodX != 10 {
+		t.Errorf("a sale without a webhook secret: err %v; defaults flood-pair %v, flood-x %g", err, cfg.FloodPair, cfg.FloodX)
 	}
 }

@@ -2,65 +2,74 @@ package sale
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/ordersaga/ordersaga"
 )
 
 // fire sends buyers for the configured duration: at Rate per second (open loop; a request that would
 // exceed Concurrency in flight is skipped and counted, never queued), or as Concurrency closed-loop
 // buyers. It returns once every buyer request has been answered.
 func (r *Runner) fire(ctx context.Context) {
-	var wg sync.WaitGroup
 	end := r.fireStart.Add(r.cfg.Duration)
 	r.fireUntil = end
 	fctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
+	buy := func(seq int64) { r.buyer(ctx, seq) }
 	if r.cfg.Rate > 0 {
-		sem := make(chan struct{}, r.cfg.Concurrency)
-		var n int64
-		for fctx.Err() == nil {
-			due := int64(time.Since(r.fireStart).Seconds()*r.cfg.Rate) + 1
-			for ; n < due; n++ {
-				select {
-				case sem <- struct{}{}:
-					seq := n
-					wg.Go(func() {
-						defer func() { <-sem }()
-						r.buyer(ctx, seq)
-					})
-				default:
-					r.skipped.Add(1)
-				}
-			}
-			next := r.fireStart.Add(time.Duration(float64(n) / r.cfg.Rate * float64(time.Second)))
+		openLoop(fctx, r.fireStart, r.cfg.Rate, r.cfg.Concurrency, &r.skipped, buy)
+	} else {
+		closedLoop(fctx, r.cfg.Concurrency, buy)
+	}
+	r.fireEnd = r.opts.Now()
+}
+
+// openLoop calls fn(0), fn(1), … at rate per second counted from start, each in a goroutine of its own, until
+// ctx is done: a call that would exceed inflight calls at once is skipped and counted in skipped, never queued
+// (an open loop offers its rate whatever the answers). It returns once every call has returned.
+func openLoop(ctx context.Context, start time.Time, rate float64, inflight int, skipped *atomic.Int64, fn func(seq int64)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, inflight)
+	var n int64
+	for ctx.Err() == nil {
+		due := int64(time.Since(start).Seconds()*rate) + 1
+		for ; n < due; n++ {
 			select {
-			case <-fctx.Done():
-			case <-time.After(time.Until(next)):
+			case sem <- struct{}{}:
+				seq := n
+				wg.Go(func() {
+					defer func() { <-sem }()
+					fn(seq)
+				})
+			default:
+				skipped.Add(1)
 			}
 		}
-	} else {
-		var mu sync.Mutex
-		var n int64
-		for range r.cfg.Concurrency {
-			wg.Go(func() {
-				for fctx.Err() == nil {
-					mu.Lock()
-					seq := n
-					n++
-					mu.Unlock()
-					r.buyer(ctx, seq)
-				}
-			})
+		next := start.Add(time.Duration(float64(n) / rate * float64(time.Second)))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(next)):
 		}
 	}
 	wg.Wait()
-	r.fireEnd = r.opts.Now()
+}
+
+// closedLoop runs workers goroutines that each call fn with the next sequence number as soon as their last
+// call returned, until ctx is done. It returns once every call has returned.
+func closedLoop(ctx context.Context, workers int, fn func(seq int64)) {
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				fn(n.Add(1) - 1)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // plan is what one buyer does, drawn from the seed and the buyer's sequence number (so a run is repeatable).
@@ -89,7 +98,7 @@ func (r *Runner) plan(seq int64) plan {
 		// A bot never resends one key: every order it sends is a new one (botAttempt).
 		p.bot, p.userID, p.duplicate = true, fmt.Sprintf("fsb-%d", user), false
 	}
-	p.body, _ = json.Marshal(OrderRequest{UserID: p.userID, Lines: []ordersaga.Line{{SKU: p.sku, Qty: r.cfg.Qty}}})
+	p.body = orderBody(p.userID, p.sku, r.cfg.Qty)
 	return p
 }
 

@@ -207,6 +207,12 @@ type OrderRequest struct {
 	Lines  []ordersaga.Line `json:"lines"`
 }
 
+// orderBody is the body of a one-line order of qty units of sku by userID.
+func orderBody(userID, sku string, qty int64) []byte {
+	b, _ := json.Marshal(OrderRequest{UserID: userID, Lines: []ordersaga.Line{{SKU: sku, Qty: qty}}})
+	return b
+}
+
 type orderLineRequest struct {
 	SKU string `json:"sku"`
 	Qty int64  `json:"qty"`

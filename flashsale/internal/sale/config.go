@@ -64,6 +64,15 @@ type Config struct {
 	SQLitePath     string
 	// RunID names the run; it prefixes idempotency keys and, by default, the SKUs.
 	RunID string
+	// FloodPair runs the flood pair (FloodPair in flood.go) instead of a sale: Concurrency closed-loop winners
+	// on an in-stock SKU for Duration, then again on a fresh one while an open-loop flood of orders of a sold-out
+	// SKU is offered at FloodX times the winners' accepted rate of the first phase (at least FloodMinRate), with
+	// at most FloodInflight flood requests in flight. Each phase is counted after FloodWarmup.
+	FloodPair     bool
+	FloodX        float64
+	FloodMinRate  float64
+	FloodInflight int
+	FloodWarmup   time.Duration
 }
 
 // DefaultConfig is the command's defaults.
@@ -91,6 +100,10 @@ func DefaultConfig() Config {
 		SampleEvery:    500 * time.Millisecond,
 		ProgressEvery:  2 * time.Second,
 		RequestTimeout: 30 * time.Second,
+		FloodX:         10,
+		FloodMinRate:   100,
+		FloodInflight:  1024,
+		FloodWarmup:    2 * time.Second,
 	}
 }
 
@@ -107,7 +120,7 @@ func (c *Config) Validate() error {
 	if c.AdminToken == "" {
 		errs = append(errs, errors.New("--admin-token (or ADMIN_TOKEN) is required to set the stock"))
 	}
-	if c.WebhookSecret == "" && c.PayRatio+c.LatePayRatio > 0 {
+	if c.WebhookSecret == "" && c.PayRatio+c.LatePayRatio > 0 && !c.FloodPair { // the flood pair pays nothing
 		errs = append(errs, errors.New("--webhook-secret (or PAYMENT_WEBHOOK_SECRET) is required to pay orders"))
 	}
 	if c.Buyers < 1 {
@@ -163,6 +176,23 @@ func (c *Config) Validate() error {
 	}
 	if c.QuietTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--quiet-timeout %s: want a positive duration", c.QuietTimeout))
+	}
+	if c.FloodPair {
+		if !(c.FloodX > 0) || math.IsInf(c.FloodX, 0) {
+			errs = append(errs, fmt.Errorf("--flood-x %g: want a positive multiple of the accepted rate", c.FloodX))
+		}
+		if !(c.FloodMinRate >= 0) || math.IsInf(c.FloodMinRate, 0) {
+			errs = append(errs, fmt.Errorf("--flood-min-rate %g: want 0 or a positive rate", c.FloodMinRate))
+		}
+		if c.FloodInflight < 1 {
+			errs = append(errs, fmt.Errorf("--flood-inflight %d: want at least 1", c.FloodInflight))
+		}
+		if c.Rate > 0 {
+			errs = append(errs, fmt.Errorf("--rate %g: the flood pair's winners are a closed loop of --concurrency (the flood is its own open loop)", c.Rate))
+		}
+		if c.FloodWarmup < 0 {
+			errs = append(errs, fmt.Errorf("--flood-warmup %s: must not be negative", c.FloodWarmup))
+		}
 	}
 	if c.MySQLDSN != "" && c.SQLitePath != "" {
 		errs = append(errs, errors.New("--mysql-dsn and --sqlite-path: give at most one"))
