@@ -4,7 +4,9 @@
 //  1. sold-out rejections through the HTTP API vs a bare net/http handler answering 409;
 //  2. the Lua reserve vs a trivial EVALSHA on the same Redis;
 //  3. orders accepted end to end vs a bare workflow of the same shape on the same Temporal server;
-//  4. the DB deduct transaction on one hot SKU vs the bare conditional UPDATE on the same database.
+//  4. the DB deduct transaction on one hot SKU vs the bare conditional UPDATE on the same database;
+//  5. orders accepted per second during a flood of sold-out orders at 10x that rate vs without the flood
+//     (flashsale --flood-pair against the local stack run as a subprocess; layer "flood").
 //
 // It needs the machine's Redis (REDIS_ADDR, default 127.0.0.1:6379) and MariaDB (MYSQL_DSN, default
 // root@tcp(127.0.0.1:3306)/test). Run it with scripts/bench.sh; BENCHMARKS.md holds the latest table.
@@ -47,6 +49,9 @@ type opts struct {
 	temporalStores []string
 	profileDir     string
 	wftPollers     int
+	floodDur       time.Duration
+	floodWarmup    time.Duration
+	floodX         float64
 	tmp            string
 }
 
@@ -59,7 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		only   string
 		stores string
 	)
-	fs.StringVar(&only, "only", "", "comma-separated layers to run: http, redis, temporal, db (default all)")
+	fs.StringVar(&only, "only", "", "comma-separated layers to run: http, redis, temporal, db, flood (default all)")
 	fs.DurationVar(&o.dur, "duration", 3*time.Second, "measured time of each side of a pair, per round")
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds of each pair; the two sides alternate, limit first")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured time before each side")
@@ -70,7 +75,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.BoolVar(&o.sqlite, "sqlite", true, "also run the DB pair on SQLite (the local stack's database)")
 	fs.StringVar(&stores, "temporal", "real,localstack", "setups of the Temporal pair: real (temporaltest, Redis + MariaDB), embedded (temporaltest, miniredis + SQLite), localstack (the local stack's file-backed server, miniredis + SQLite, and candidate server settings)")
 	fs.IntVar(&o.wftPollers, "pollers", 0, "workflow and activity task pollers of every worker of the Temporal pair (0 = the SDK default, as the worker runs)")
-	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each real side of the HTTP and Temporal pairs into this directory")
+	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each real side of the HTTP and Temporal pairs, and of the local stack during each phase of the flood pair, into this directory")
+	fs.DurationVar(&o.floodDur, "flood-duration", 20*time.Second, "counted time of each phase of the flood pair (one run, not -rounds)")
+	fs.DurationVar(&o.floodWarmup, "flood-warmup", 2*time.Second, "uncounted time before each phase of the flood pair")
+	fs.Float64Var(&o.floodX, "flood-x", 10, "the flood pair's sold-out rate as a multiple of the accepted rate without the flood")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -104,6 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		{"redis", func() ([]pair, error) { return benchRedis(ctx, o) }},
 		{"db", func() ([]pair, error) { return benchDB(ctx, o) }},
 		{"temporal", func() ([]pair, error) { return benchTemporal(ctx, o, details) }},
+		{"flood", func() ([]pair, error) { return benchFlood(ctx, o) }},
 	}
 	for _, s := range steps {
 		if !o.want(s.name) {

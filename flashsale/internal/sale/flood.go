@@ -35,8 +35,9 @@ type FloodPhase struct {
 	Name   string        `json:"name"`
 	SKU    string        `json:"sku"`
 	Window time.Duration `json:"window"`
-	// Elapsed is the phase from its start to its last answer (warm-up included).
-	Elapsed time.Duration `json:"elapsed"`
+	// Fired is how long the phase sent requests (warm-up included); the answers of the requests in flight at
+	// its end are awaited after it.
+	Fired time.Duration `json:"fired"`
 	// The winners: requests sent in the whole phase, 201 answers in the window, and over the whole phase the
 	// documented answers other than 201 (Errors) and the requests without an answer (Lost; Timeouts of them
 	// timed out).
@@ -74,8 +75,8 @@ func (p FloodPhase) AcceptedRate() float64 { return perSecond(p.Accepted, p.Wind
 // SoldOutRate is the flood's sold-out answers per second in the window.
 func (p FloodPhase) SoldOutRate() float64 { return perSecond(p.SoldOut, p.Window) }
 
-// OfferedRate is the flood requests offered (sent or skipped) per second over the phase.
-func (p FloodPhase) OfferedRate() float64 { return perSecond(p.FloodSent+p.FloodSkipped, p.Elapsed) }
+// OfferedRate is the flood requests offered (sent or skipped) per second while the phase fired.
+func (p FloodPhase) OfferedRate() float64 { return perSecond(p.FloodSent+p.FloodSkipped, p.Fired) }
 
 // FloodResult is the flood pair: the phase without the flood and the phase with it.
 type FloodResult struct {
@@ -246,6 +247,8 @@ func (f *floodRun) phase(ctx context.Context, name, tag, sku, floodSKU string, r
 		st.Error(who+" "+kind, failure(a, err))
 		return isLost, isTimeout
 	}
+	// bench/ waits for this line to profile the stack during the phase's window.
+	fmt.Fprintf(f.opts.Progress, "flashsale flood: phase %q starts: counted after %s for %s\n", name, cfg.FloodWarmup, cfg.Duration)
 	pctx, cancel := context.WithDeadline(ctx, to)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -302,7 +305,7 @@ func (f *floodRun) phase(ctx context.Context, name, tag, sku, floodSKU string, r
 	}
 	wg.Go(func() { f.progress(pctx, name, start, st, &requests, &sent, &skipped) })
 	wg.Wait()
-	p.Elapsed = time.Since(start)
+	p.Fired = to.Sub(start)
 	lat := st.Latencies()
 	p.WinnerRequests, p.Accepted, p.AcceptedLatency = requests.Load(), st.Total(OutAccepted), lat[OutAccepted.String()]
 	p.Errors, p.Lost, p.Timeouts = errs.Load(), lost.Load(), timeouts.Load()
