@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs every benchmark pair of ordersaga (HTTP sold-out path, Lua reserve, orders end to end, DB deduct) in one
-# process and prints one table: each layer against its limit, with the ratio. Not part of `go test ./...`.
+# Runs every benchmark pair of ordersaga (HTTP sold-out path, Lua reserve, orders end to end, DB deduct, accepted
+# orders during a sold-out flood) in one process and prints one table: each layer against its limit, with the
+# ratio. Not part of `go test ./...`.
 #   scripts/bench.sh                      # all pairs, real Redis and MariaDB of this machine
 #   scripts/bench.sh -only redis,db       # some layers
 #   scripts/bench.sh -profile /tmp/prof   # also CPU profiles of the real sides (go tool pprof -top …)
+#   scripts/bench.sh -only flood          # pair 5: flashsale --flood-pair against the local stack (about 2 minutes)
 # REDIS_ADDR and MYSQL_DSN override 127.0.0.1:6379 and root@tcp(127.0.0.1:3306)/test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
