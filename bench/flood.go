@@ -193,8 +193,10 @@ func (st *localStack) tail() string {
 // profile takes a CPU profile of the stack over the counted window of a phase: it waits out the warm-up, then
 // asks the stack's profiler for the phase's duration.
 func (st *localStack) profile(ctx context.Context, o opts, phase string) {
-	if !sleepCtx(ctx, o.floodWarmup) {
+	select {
+	case <-ctx.Done():
 		return
+	case <-time.After(o.floodWarmup):
 	}
 	secs := max(int(o.floodDur.Seconds()), 1)
 	hc := &http.Client{Timeout: time.Duration(secs)*time.Second + time.Minute}
@@ -229,17 +231,6 @@ func (st *localStack) profile(ctx context.Context, o opts, phase string) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "bench: CPU profile of the local stack, phase %q: %s\n", phase, path)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // phaseStart matches flashsale's line at the start of a phase of the flood pair.
