@@ -61,8 +61,11 @@ func (l slogLogger) Panic(msg string, tags ...tag.Tag) {
 	panic(msg)
 }
 
+// Fatal also says why on stderr: the logger may discard or buffer what it is given (a test's, or a quiet
+// one), and a process must never exit silently (a local-stack test once ended "exit status 1" with no line).
 func (l slogLogger) Fatal(msg string, tags ...tag.Tag) {
 	l.emit(slog.LevelError, msg, tags)
+	fmt.Fprintf(os.Stderr, "temporal server: fatal: %s %v\n", msg, attrs(tags))
 	os.Exit(1)
 }
 

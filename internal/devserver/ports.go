@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"syscall"
+
+	"github.com/ordersaga/ordersaga/internal/netport"
 )
 
 // PortInUseError says that a port the stack wants is taken, and which flag chooses it.
@@ -37,16 +39,9 @@ func CheckPort(addr, flag string) error {
 	return ln.Close()
 }
 
-// FreePort returns a port on ip that nothing listens on right now (for the server's internal services and
-// tests; another process may still take it before it is used).
-func FreePort(ip string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("free port on %s: %w", ip, err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort returns a port on ip that nothing listens on right now, below the kernel's ephemeral range so that
+// no outgoing connection takes it before the server binds it (netport.Free); another process may still.
+func FreePort(ip string) (int, error) { return netport.Free(ip) }
 
 // HostPort joins an IP and a port.
 func HostPort(ip string, port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }

@@ -212,6 +212,11 @@ var layers = []layer{
 		forbid: []string{"net/...", "database/sql/..."},
 	},
 	{
+		name:   "internal/netport: the port picker, standard library only",
+		pkgs:   paths("internal/netport/..."),
+		forbid: []string{"database/sql/..."},
+	},
+	{
 		name:   "internal/config: settings, standard library only",
 		pkgs:   paths("internal/config/..."),
 		forbid: []string{"net/http/...", "database/sql/..."},
@@ -237,15 +242,16 @@ var layers = []layer{
 		forbid: concat(gormLibs, temporal),
 	},
 	{
-		name:       "internal/devserver: in-process Temporal server and UI, nothing of the module",
+		name:       "internal/devserver: in-process Temporal server and UI, nothing of the module but its port picker",
 		pkgs:       paths("internal/devserver/..."),
+		module:     []string{"internal/netport"},
 		thirdParty: []string{"go.temporal.io/...", "github.com/temporalio/..."},
 		forbid:     storeLibs,
 	},
 	{
 		name:       "internal/testenv: the tests' stores",
 		pkgs:       paths("internal/testenv/..."),
-		module:     []string{"internal/sqlstore", "internal/redisstock"},
+		module:     []string{"internal/sqlstore", "internal/redisstock", "internal/netport"},
 		thirdParty: []string{"..."},
 		forbid:     temporal,
 	},
