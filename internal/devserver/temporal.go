@@ -174,7 +174,16 @@ func sqlConfig(dbFile string, wal bool) (*config.SQL, error) {
 
 // dynamicConfig is the server's dynamic configuration.
 func dynamicConfig(opts TemporalOptions) dynamicconfig.StaticClient {
-	dc := dynamicconfig.StaticClient{dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100}
+	dc := dynamicconfig.StaticClient{
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// New tasks go to one partition of each task queue: on one host, more only add forwarding between them.
+		// With the server's default of 4, a workflow task that found no poller on its partition waited in that
+		// partition's backlog for a poll forwarded from another (at most 10 forwards a second, one at a time),
+		// and 64 concurrent orders stalled the accepted path for 4-5 s at a time (BENCHMARKS.md, pair 5). Polls
+		// still read all 4, so tasks that a data directory's earlier runs left on the others are not stranded.
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  4,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+	}
 	if opts.ForceSearchAttributesRefresh {
 		dc[dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key()] = true
 	}
