@@ -46,6 +46,8 @@ type Deps struct {
 	// RedisDownFallback places orders through the database alone while Redis is unreachable
 	// (RESERVE_DB_FALLBACK; the processes set it from the configuration): false answers 503 then.
 	RedisDownFallback bool
+	// MaxPlacing bounds the Update-with-Start calls in flight (PLACE_CONCURRENCY; 0 = 64).
+	MaxPlacing int
 	// WebhookSecrets verify Payment-Signature (PAYMENT_WEBHOOK_SECRET); AdminToken guards the inventory
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
 	WebhookSecrets []string
@@ -112,6 +114,7 @@ func NewServer(d Deps) *Server {
 		Logger: d.Logger, Temporal: d.Temporal, Store: d.Store, Stock: d.Gate,
 		Currency: d.Currency, PaymentTimeout: d.PaymentTimeout, PlaceTimeout: d.PlaceTimeout,
 		Retention: d.Retention, KeepAs: keepAs, Places: s.metrics.places, RedisDownFallback: d.RedisDownFallback,
+		MaxPlacing: d.MaxPlacing,
 	})
 	s.placement.Backfill()
 	mux := http.NewServeMux()

@@ -61,6 +61,7 @@ func Open(cfg config.Config, deps api.Deps, ln net.Listener) (*Server, error) {
 	deps.PaymentTimeout = cfg.PaymentTimeout
 	deps.Retention = cfg.IdempotencyRetention
 	deps.RedisDownFallback = cfg.ReserveDBFallback
+	deps.MaxPlacing = cfg.PlaceConcurrency
 	deps.WebhookSecrets = cfg.PaymentWebhookSecrets
 	deps.AdminToken = cfg.AdminToken
 	deps.Identity = identity

@@ -45,6 +45,9 @@ type Config struct {
 	// IdempotencyRetention is how long an Idempotency-Key (its row and its Redis marker) is remembered after
 	// its first use; the order API treats an older key as new, and the cleanup schedule deletes its records.
 	IdempotencyRetention time.Duration // IDEMPOTENCY_RETENTION (default 24h)
+	// PlaceConcurrency bounds the order API's Update-with-Start calls in flight per process; placements past it
+	// wait for one to end (placement.Config.MaxPlacing).
+	PlaceConcurrency int // PLACE_CONCURRENCY (default 64)
 	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
 	MetricsAddr string // METRICS_ADDR
 	// Traces: OpenTelemetry tracing is on when either is set (platform.StartTracing). The OTLP exporter reads
@@ -86,6 +89,7 @@ var defaults = Config{
 	HTTPAddr:             "127.0.0.1:8080",
 	ReserveDBFallback:    true,
 	IdempotencyRetention: 24 * time.Hour,
+	PlaceConcurrency:     64,
 	MySQLMaxOpenConns:    64,
 	MySQLMaxIdleConns:    64,
 	MySQLConnMaxLifetime: 30 * time.Minute,
@@ -130,6 +134,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("WORKER_CONCURRENCY=%q: want a positive integer", v))
 		} else {
 			c.WorkerConcurrency = n
+		}
+	}
+	if v := strings.TrimSpace(getenv("PLACE_CONCURRENCY")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("PLACE_CONCURRENCY=%q: want a positive integer", v))
+		} else {
+			c.PlaceConcurrency = n
 		}
 	}
 	if v := strings.TrimSpace(getenv("ORDER_PAYMENT_TIMEOUT")); v != "" {

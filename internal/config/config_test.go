@@ -47,6 +47,8 @@ func TestFromEnv_ErrorsNameTheVariable(t *testing.T) {
 		"RECONCILE_BATCH":                   {"RECONCILE_BATCH": "0"},
 		"RESERVE_DB_FALLBACK":               {"RESERVE_DB_FALLBACK": "maybe"},
 		"IDEMPOTENCY_RETENTION":             {"IDEMPOTENCY_RETENTION": "a day"},
+		"PLACE_CONCURRENCY":                 {"PLACE_CONCURRENCY": "0"},
+		"PLACE_CONCURRENCY=x":               {"PLACE_CONCURRENCY": "lots"},
 		"ADMIN_ADDR":                        {"ADMIN_ADDR": "9090"},
 		"ADMIN_ADDR=HTTP_ADDR":              {"ADMIN_ADDR": "127.0.0.1:8080"},
 		"MYSQL_MAX_OPEN_CONNS":              {"MYSQL_MAX_OPEN_CONNS": "0"},
@@ -119,5 +121,17 @@ func TestFromEnv_IdempotencyRetention(t *testing.T) {
 	c, err := config.FromEnv(env(map[string]string{"IDEMPOTENCY_RETENTION": "90m"}))
 	if err != nil || c.IdempotencyRetention != 90*time.Minute {
 		t.Errorf("IDEMPOTENCY_RETENTION=90m: %s %v", c.IdempotencyRetention, err)
+	}
+}
+
+func TestFromEnv_PlaceConcurrency(t *testing.T) {
+	t.Parallel()
+	d, err := config.FromEnv(env(nil))
+	if err != nil || d.PlaceConcurrency != 64 {
+		t.Errorf("default PLACE_CONCURRENCY %d %v, want 64", d.PlaceConcurrency, err)
+	}
+	c, err := config.FromEnv(env(map[string]string{"PLACE_CONCURRENCY": "8"}))
+	if err != nil || c.PlaceConcurrency != 8 {
+		t.Errorf("PLACE_CONCURRENCY=8: %d %v", c.PlaceConcurrency, err)
 	}
 }

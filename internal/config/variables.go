@@ -53,6 +53,7 @@ var readers = map[string][]string{
 	"ORDER_PAYMENT_TIMEOUT":  {Starter},
 	"CURRENCY":               {Starter},
 	"IDEMPOTENCY_RETENTION":  {Starter},
+	"PLACE_CONCURRENCY":      {Starter},
 	"RECONCILE_INTERVAL":     {Starter},
 	"RECONCILE_BATCH":        {Starter},
 	"RECONCILE_GRACE":        {Starter},

@@ -3,15 +3,19 @@ package placement_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/placement"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
+	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // TestPlace_ConcurrentSameKey: 50 requests with one key at once, spread over five services (as over five
@@ -194,5 +198,63 @@ func (h *sameKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 			}
 		}
 		return err
+	}
+}
+
+// countingClient is the Temporal client with its Update-with-Start calls in flight counted, and the most seen
+// at once kept.
+type countingClient struct {
+	client.Client
+	now, most atomic.Int64
+}
+
+func (c *countingClient) UpdateWithStartWorkflow(ctx context.Context, opts client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	n := c.now.Add(1)
+	defer c.now.Add(-1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	h, err := c.Client.UpdateWithStartWorkflow(ctx, opts)
+	if err != nil {
+		return h, err
+	}
+	// The call returns once the update is accepted; waiting for its result is part of the placement.
+	var res workflows.Reservation
+	return h, h.Get(ctx, &res)
+}
+
+// A flash sale's first second starts as many placements as there are units left; one process keeps at most
+// MaxPlacing of them in Temporal at once, and the others wait their turn and are placed all the same.
+func TestPlace_BoundsUpdateWithStartInFlight(t *testing.T) {
+	t.Parallel()
+	se := sagatest.Start(t)
+	cc := &countingClient{Client: se.Client}
+	e := serviceOn(t, se, func(c *placement.Config) {
+		c.Temporal = cc
+		c.MaxPlacing = 2
+	})
+	e.Stock(t, "BOUND-1", 100, 100)
+	const n = 12
+	outs := make([]placement.Outcome, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range outs {
+		wg.Go(func() {
+			<-start
+			outs[i] = e.place(fmt.Sprintf("k-bound-%02d", i), fmt.Sprintf("u-bound-%02d", i), ordersaga.Line{SKU: "BOUND-1", Qty: 1})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, out := range outs {
+		want(t, out, placement.Reserved)
+		if out.OrderID == "" {
+			t.Errorf("order %d: no order ID", i)
+		}
+	}
+	if most := cc.most.Load(); most > 2 || most < 1 {
+		t.Errorf("at most %d Update-with-Start calls were in flight at once, want 1 or 2 (MaxPlacing)", most)
+	}
+	if got := e.places.value(); got != n {
+		t.Errorf("%d Update-with-Start calls, want %d", got, n)
 	}
 }

@@ -18,6 +18,9 @@ import (
 // reservation's activities give up within ~30 s.
 const DefaultPlaceTimeout = 40 * time.Second
 
+// DefaultMaxPlacing is how many Update-with-Start calls a process has in flight at most by default.
+const DefaultMaxPlacing = 64
+
 // DefaultRetention is how long an Idempotency-Key is remembered by default (IDEMPOTENCY_RETENTION).
 const DefaultRetention = 24 * time.Hour
 
@@ -47,6 +50,9 @@ type Config struct {
 	// Retention is how long a key is remembered after its first use (IDEMPOTENCY_RETENTION; 0 =
 	// DefaultRetention): after it the key is a new request, with a new order ID.
 	Retention time.Duration
+	// MaxPlacing bounds the Update-with-Start calls this process has in flight (0 = DefaultMaxPlacing); the
+	// placements past it wait for one to end.
+	MaxPlacing int
 	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
 	Places Counter
 	// RedisDownFallback places orders through the database alone while Redis is unreachable
@@ -72,6 +78,8 @@ type Service struct {
 	// fence is this process's copy of the markers' fence; fenceReads shares one read among concurrent requests.
 	fence      fenceState
 	fenceReads singleflight.Group
+	// slots bounds the Update-with-Start calls in flight (Config.MaxPlacing).
+	slots chan struct{}
 }
 
 // New returns the service. It starts nothing: the markers' backfill starts with Backfill, or when a
@@ -92,7 +100,10 @@ func New(cfg Config) *Service {
 	if cfg.PaymentTimeout <= 0 {
 		cfg.PaymentTimeout = workflows.DefaultPaymentTimeout
 	}
-	s := &Service{cfg: cfg}
+	if cfg.MaxPlacing <= 0 {
+		cfg.MaxPlacing = DefaultMaxPlacing
+	}
+	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing)}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	return s
 }
