@@ -26,18 +26,9 @@ func TestPlace_ConcurrentSameKey(t *testing.T) {
 	services := []*env{e, serviceOn(t, e.Env), serviceOn(t, e.Env), serviceOn(t, e.Env), serviceOn(t, e.Env)}
 	e.Stock(t, "CONC-1", 1000, 250)
 	line := ordersaga.Line{SKU: "CONC-1", Qty: 3}
-	const n = 50
-	outs := make([]placement.Outcome, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range outs {
-		wg.Go(func() {
-			<-start
-			outs[i] = services[i%len(services)].place("k-concurrent", "u-c", line)
-		})
-	}
-	close(start)
-	wg.Wait()
+	outs := atOnce(50, func(i int) placement.Outcome {
+		return services[i%len(services)].place("k-concurrent", "u-c", line)
+	})
 	var first placement.Outcome
 	replayed := 0
 	for i, out := range outs {
@@ -55,8 +46,8 @@ func TestPlace_ConcurrentSameKey(t *testing.T) {
 			replayed++
 		}
 	}
-	if replayed != n-1 {
-		t.Logf("%d of %d answers replayed", replayed, n) // the first keeper's is not; timing decides the rest
+	if replayed != len(outs)-1 {
+		t.Logf("%d of %d answers replayed", replayed, len(outs)) // the first keeper's is not; timing decides the rest
 	}
 	if got := e.countRows("orders", "user_id = ?", "u-c"); got != 1 {
 		t.Errorf("%d orders, want exactly 1", got)
@@ -234,17 +225,9 @@ func TestPlace_BoundsUpdateWithStartInFlight(t *testing.T) {
 	})
 	e.Stock(t, "BOUND-1", 100, 100)
 	const n = 12
-	outs := make([]placement.Outcome, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range outs {
-		wg.Go(func() {
-			<-start
-			outs[i] = e.place(fmt.Sprintf("k-bound-%02d", i), fmt.Sprintf("u-bound-%02d", i), ordersaga.Line{SKU: "BOUND-1", Qty: 1})
-		})
-	}
-	close(start)
-	wg.Wait()
+	outs := atOnce(n, func(i int) placement.Outcome {
+		return e.place(fmt.Sprintf("k-bound-%02d", i), fmt.Sprintf("u-bound-%02d", i), ordersaga.Line{SKU: "BOUND-1", Qty: 1})
+	})
 	for i, out := range outs {
 		want(t, out, placement.Reserved)
 		if out.OrderID == "" {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,4 +118,20 @@ func (e *env) countRows(table, where string, args ...any) int64 {
 func (e *env) countWorkflows(query string, want int64) int64 {
 	e.t.Helper()
 	return e.CountWorkflows(e.t, query, want)
+}
+
+// atOnce runs place(0) … place(n-1), each in its own goroutine, released together, and returns their outcomes.
+func atOnce(n int, place func(i int) placement.Outcome) []placement.Outcome {
+	outs := make([]placement.Outcome, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range outs {
+		wg.Go(func() {
+			<-start
+			outs[i] = place(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return outs
 }

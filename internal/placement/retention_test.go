@@ -103,18 +103,9 @@ func TestPlace_KeyExpires(t *testing.T) {
 	clk.Advance(testRetention + time.Second)
 	services := []*env{e, serviceOn(t, e.Env, func(c *placement.Config) { c.Retention = testRetention }),
 		serviceOn(t, e.Env, func(c *placement.Config) { c.Retention = testRetention })}
-	const n = 20
-	outs := make([]placement.Outcome, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range outs {
-		wg.Go(func() {
-			<-start
-			outs[i] = services[i%len(services)].place("k-ret", "u-ret", line)
-		})
-	}
-	close(start)
-	wg.Wait()
+	outs := atOnce(20, func(i int) placement.Outcome {
+		return services[i%len(services)].place("k-ret", "u-ret", line)
+	})
 	for i, out := range outs {
 		if (out.Kind != placement.Reserved && out.Kind != placement.Replayed) || out.OrderID != outs[0].OrderID {
 			t.Errorf("request %d: %s %s, request 0: %s %s", i, out.Kind, out.OrderID, outs[0].Kind, outs[0].OrderID)
