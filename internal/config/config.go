@@ -128,22 +128,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.PaymentWebhookSecrets = append(c.PaymentWebhookSecrets, s)
 		}
 	}
-	if v := strings.TrimSpace(getenv("WORKER_CONCURRENCY")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("WORKER_CONCURRENCY=%q: want a positive integer", v))
-		} else {
-			c.WorkerConcurrency = n
+	count := func(name string, dst *int, lo, hi int) {
+		if err := readInt(getenv, name, dst, lo, hi); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if v := strings.TrimSpace(getenv("PLACE_CONCURRENCY")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			errs = append(errs, fmt.Errorf("PLACE_CONCURRENCY=%q: want a positive integer", v))
-		} else {
-			c.PlaceConcurrency = n
-		}
-	}
+	count("WORKER_CONCURRENCY", &c.WorkerConcurrency, 1, maxPool)
+	count("PLACE_CONCURRENCY", &c.PlaceConcurrency, 1, maxPool)
 	if v := strings.TrimSpace(getenv("ORDER_PAYMENT_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 || d > 24*time.Hour {
@@ -175,14 +166,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.IdempotencyRetention = d
 		}
 	}
-	if v := strings.TrimSpace(getenv("RECONCILE_BATCH")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			errs = append(errs, fmt.Errorf("RECONCILE_BATCH=%q: want an integer between 1 and 10000", v))
-		} else {
-			c.ReconcileBatch = n
-		}
-	}
+	count("RECONCILE_BATCH", &c.ReconcileBatch, 1, 10000)
 	if v := strings.TrimSpace(getenv("RESERVE_DB_FALLBACK")); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -217,6 +201,21 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("CURRENCY=%q: want a 3-letter upper-case ISO 4217 code", c.Currency))
 	}
 	return c, errors.Join(errs...)
+}
+
+// readInt reads the integer variable name into *dst when it is set; a value that is not an integer between lo
+// and hi is an error that names the variable, and leaves *dst alone.
+func readInt(getenv func(string) string, name string, dst *int, lo, hi int) error {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return fmt.Errorf("%s=%q: want an integer between %d and %d", name, v, lo, hi)
+	}
+	*dst = n
+	return nil
 }
 
 // RequireAPISecrets checks that the order API's secrets are set (the starter outside the local stack, which

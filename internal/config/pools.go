@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -15,16 +14,9 @@ const maxPool = 100000
 func (c *Config) readPools(getenv func(string) string) []error {
 	var errs []error
 	count := func(name string, dst *int, lo int) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
+		if err := readInt(getenv, name, dst, lo, maxPool); err != nil {
+			errs = append(errs, err)
 		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > maxPool {
-			errs = append(errs, fmt.Errorf("%s=%q: want an integer between %d and %d", name, v, lo, maxPool))
-			return
-		}
-		*dst = n
 	}
 	count("MYSQL_MAX_OPEN_CONNS", &c.MySQLMaxOpenConns, 1)
 	idleSet := strings.TrimSpace(getenv("MYSQL_MAX_IDLE_CONNS")) != ""
