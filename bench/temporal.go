@@ -220,10 +220,10 @@ func benchLocalStack(ctx context.Context, o opts, out io.Writer) ([]pair, error)
 	}
 	servers := []*server{
 		{name: "local stack"},
+		{name: "every visibility index", lt: devserver.TemporalOptions{AllVisibilityIndexes: true}},
 		{name: "rollback journal + synchronous=FULL", lt: devserver.TemporalOptions{RollbackJournal: true}},
 		{name: "forced search-attribute refresh", lt: devserver.TemporalOptions{ForceSearchAttributesRefresh: true}},
 		{name: "both (the local stack before)", lt: devserver.TemporalOptions{RollbackJournal: true, ForceSearchAttributesRefresh: true}},
-		{name: "every visibility index", lt: devserver.TemporalOptions{AllVisibilityIndexes: true}},
 	}
 	for _, s := range servers {
 		addr, stop, err := startTemporal(ctx, o.tmp, s.lt, "default")
