@@ -10,7 +10,8 @@ import (
 
 // startTemporal runs a file-backed Temporal server in this process as the local stack does
 // (devserver.StartTemporal), with the settings of lt: the zero value is the local stack's configuration,
-// RollbackJournal and ForceSearchAttributesRefresh put back what it did before it was measured. It returns
+// RollbackJournal, ForceSearchAttributesRefresh and AllVisibilityIndexes put back what it did before it was
+// measured. It returns
 // the frontend address and a stop function.
 func startTemporal(ctx context.Context, dir string, lt devserver.TemporalOptions, namespace string) (string, func(), error) {
 	port, err := devserver.FreePort("127.0.0.1")
