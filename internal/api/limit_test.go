@@ -28,7 +28,9 @@ func (e *apiEnv) putInventory(sku string, body string) response {
 func TestPerUserLimit_ThroughTheAPI(t *testing.T) {
 	// No order may expire while the test runs (under -race on a loaded machine 200 placements can take longer
 	// than a minute): an expired order frees its units, and a later request would rightly get them.
-	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout = time.Hour })
+	// All 200 wait their turn (PLACE_QUEUE): this test is about the limit, not about the bound on the
+	// placements waiting, past which a request is answered 503 (TestPlace_BusyPastTheQueue).
+	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout, d.MaxQueued = time.Hour, 256 })
 	const sku = "LIM-API"
 	r := e.putInventory(sku, `{"stock":1000,"price_cents":500,"per_user_limit":2}`)
 	var inv api.InventoryBody

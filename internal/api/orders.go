@@ -28,6 +28,7 @@ const (
 	outcomeKeyReused       = "key_reused"
 	outcomePending         = "pending"
 	outcomeUnavailable     = "unavailable"
+	outcomeBusy            = "busy"
 	outcomeError           = "error"
 )
 
@@ -140,6 +141,11 @@ func writePlaced(w http.ResponseWriter, out placement.Outcome) string {
 		// Nothing was done that a retry would not redo: a retry with the same key derives the same order ID.
 		writeProblem(w, newProblem(kindUnavailable, out.Service+" is unavailable; retry with the same Idempotency-Key"))
 		return outcomeUnavailable
+	case placement.Busy:
+		// Nothing was done for the key: its retry is a new request.
+		writeProblem(w, newProblem(kindUnavailable, fmt.Sprintf("this order API process is placing %d orders and has %d more waiting; retry with the same Idempotency-Key",
+			out.Placing, out.Queued)))
+		return outcomeBusy
 	}
 	writeProblem(w, newProblem(kindInternal, "the order could not be placed; retry with the same Idempotency-Key"))
 	return outcomeError

@@ -48,6 +48,8 @@ type Deps struct {
 	RedisDownFallback bool
 	// MaxPlacing bounds the Update-with-Start calls in flight (PLACE_CONCURRENCY; 0 = 64).
 	MaxPlacing int
+	// MaxQueued bounds the new keys' placements waiting for one of those calls (PLACE_QUEUE; 0 = 64).
+	MaxQueued int
 	// WebhookSecrets verify Payment-Signature (PAYMENT_WEBHOOK_SECRET); AdminToken guards the inventory
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
 	WebhookSecrets []string
@@ -114,7 +116,7 @@ func NewServer(d Deps) *Server {
 		Logger: d.Logger, Temporal: d.Temporal, Store: d.Store, Stock: d.Gate,
 		Currency: d.Currency, PaymentTimeout: d.PaymentTimeout, PlaceTimeout: d.PlaceTimeout,
 		Retention: d.Retention, KeepAs: keepAs, Places: s.metrics.places, RedisDownFallback: d.RedisDownFallback,
-		MaxPlacing: d.MaxPlacing,
+		MaxPlacing: d.MaxPlacing, MaxQueued: d.MaxQueued,
 	})
 	s.placement.Backfill()
 	mux := http.NewServeMux()

@@ -62,6 +62,7 @@ func Open(cfg config.Config, deps api.Deps, ln net.Listener) (*Server, error) {
 	deps.Retention = cfg.IdempotencyRetention
 	deps.RedisDownFallback = cfg.ReserveDBFallback
 	deps.MaxPlacing = cfg.PlaceConcurrency
+	deps.MaxQueued = cfg.PlaceQueue
 	deps.WebhookSecrets = cfg.PaymentWebhookSecrets
 	deps.AdminToken = cfg.AdminToken
 	deps.Identity = identity

@@ -48,6 +48,9 @@ type Config struct {
 	// PlaceConcurrency bounds the order API's Update-with-Start calls in flight per process; placements past it
 	// wait for one to end (placement.Config.MaxPlacing).
 	PlaceConcurrency int // PLACE_CONCURRENCY (default 64)
+	// PlaceQueue bounds the placements of new keys that wait for one of those calls per process; a request
+	// past it is answered 503 before anything is done (placement.Config.MaxQueued).
+	PlaceQueue int // PLACE_QUEUE (default 64)
 	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
 	MetricsAddr string // METRICS_ADDR
 	// Traces: OpenTelemetry tracing is on when either is set (platform.StartTracing). The OTLP exporter reads
@@ -90,6 +93,7 @@ var defaults = Config{
 	ReserveDBFallback:    true,
 	IdempotencyRetention: 24 * time.Hour,
 	PlaceConcurrency:     64,
+	PlaceQueue:           64,
 	MySQLMaxOpenConns:    64,
 	MySQLMaxIdleConns:    64,
 	MySQLConnMaxLifetime: 30 * time.Minute,
@@ -135,6 +139,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	count("WORKER_CONCURRENCY", &c.WorkerConcurrency, 1, maxPool)
 	count("PLACE_CONCURRENCY", &c.PlaceConcurrency, 1, maxPool)
+	count("PLACE_QUEUE", &c.PlaceQueue, 1, maxPool)
 	if v := strings.TrimSpace(getenv("ORDER_PAYMENT_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 || d > 24*time.Hour {

@@ -50,6 +50,8 @@ func TestFromEnv_ErrorsNameTheVariable(t *testing.T) {
 		"PLACE_CONCURRENCY":                 {"PLACE_CONCURRENCY": "0"},
 		"PLACE_CONCURRENCY=x":               {"PLACE_CONCURRENCY": "lots"},
 		"PLACE_CONCURRENCY=big":             {"PLACE_CONCURRENCY": "100001"},
+		"PLACE_QUEUE":                       {"PLACE_QUEUE": "0"},
+		"PLACE_QUEUE=x":                     {"PLACE_QUEUE": "a few"},
 		"WORKER_CONCURRENCY":                {"WORKER_CONCURRENCY": "0"},
 		"WORKER_CONCURRENCY=big":            {"WORKER_CONCURRENCY": "1000000"},
 		"ADMIN_ADDR":                        {"ADMIN_ADDR": "9090"},
@@ -136,5 +138,12 @@ func TestFromEnv_PlaceConcurrency(t *testing.T) {
 	c, err := config.FromEnv(env(map[string]string{"PLACE_CONCURRENCY": "8"}))
 	if err != nil || c.PlaceConcurrency != 8 {
 		t.Errorf("PLACE_CONCURRENCY=8: %d %v", c.PlaceConcurrency, err)
+	}
+	if d.PlaceQueue != 64 {
+		t.Errorf("default PLACE_QUEUE %d, want 64", d.PlaceQueue)
+	}
+	c, err = config.FromEnv(env(map[string]string{"PLACE_QUEUE": "16"}))
+	if err != nil || c.PlaceQueue != 16 {
+		t.Errorf("PLACE_QUEUE=16: %d %v", c.PlaceQueue, err)
 	}
 }

@@ -54,6 +54,7 @@ var readers = map[string][]string{
 	"CURRENCY":               {Starter},
 	"IDEMPOTENCY_RETENTION":  {Starter},
 	"PLACE_CONCURRENCY":      {Starter},
+	"PLACE_QUEUE":            {Starter},
 	"RECONCILE_INTERVAL":     {Starter},
 	"RECONCILE_BATCH":        {Starter},
 	"RECONCILE_GRACE":        {Starter},

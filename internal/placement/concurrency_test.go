@@ -83,18 +83,7 @@ func TestPlace_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 	// The service's start-up backfill of the markers is over before the race: a backfill during it could write
 	// this key's marker, which would pass for B's step in the hook. With the markers ready B is gated before
 	// its claim, and A, which finds the marker, after its claim.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		ready, err := e.Gate.ClaimsReady(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ready {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the idempotency markers are not ready a minute after the service started")
-		}
-	}
+	e.waitMarkersReady(t)
 	h := &sameKeyHook{
 		admitting: e.Redis.AdmittingKey(sku),
 		marker:    e.Redis.ClaimKey(placement.MarkerName(user, key)),
@@ -239,5 +228,90 @@ func TestPlace_BoundsUpdateWithStartInFlight(t *testing.T) {
 	}
 	if got := e.places.value(); got != n {
 		t.Errorf("%d Update-with-Start calls, want %d", got, n)
+	}
+}
+
+// heldClient is the Temporal client with its Update-with-Start calls held until release is closed; inCall
+// counts the calls that have reached it.
+type heldClient struct {
+	client.Client
+	release chan struct{}
+	inCall  atomic.Int64
+}
+
+func (c *heldClient) UpdateWithStartWorkflow(ctx context.Context, opts client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	c.inCall.Add(1)
+	select {
+	case <-c.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.Client.UpdateWithStartWorkflow(ctx, opts)
+}
+
+// A new key that arrives while the process already places MaxPlacing orders and has MaxQueued more waiting
+// is answered Busy at once, with nothing done for it: no row, no units counted by the admission gate, no
+// workflow. The placements ahead of it are placed all the same, and its retry, once there is room, is
+// placed like any new request.
+func TestPlace_BusyPastTheQueue(t *testing.T) {
+	t.Parallel()
+	se := sagatest.Start(t)
+	hc := &heldClient{Client: se.Client, release: make(chan struct{})}
+	release := sync.OnceFunc(func() { close(hc.release) })
+	t.Cleanup(release)
+	e := serviceOn(t, se, func(c *placement.Config) {
+		c.Temporal = hc
+		c.MaxPlacing, c.MaxQueued = 1, 1
+	})
+	e.waitMarkersReady(t)
+	const sku = "BUSY-1"
+	e.Stock(t, sku, 100, 100)
+	line := ordersaga.Line{SKU: sku, Qty: 2}
+	waitFor := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !done(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				release()
+				t.Fatalf("%s: not within a minute", what)
+			}
+		}
+	}
+	var (
+		wg         sync.WaitGroup
+		first, nxt placement.Outcome
+	)
+	wg.Go(func() { first = e.place("k-busy-a", "u-busy-a", line) })
+	waitFor("the first placement reaches Temporal", func() bool { return hc.inCall.Load() == 1 })
+	wg.Go(func() { nxt = e.place("k-busy-b", "u-busy-b", line) })
+	waitFor("the second placement waits for the slot", func() bool {
+		rec, err := e.Store.IdempotencyKey(context.Background(), "u-busy-b", "k-busy-b")
+		return err == nil && rec.Started
+	})
+
+	busy := want(t, e.place("k-busy-c", "u-busy-c", line), placement.Busy)
+	if busy.Placing != 1 || busy.Queued != 1 {
+		t.Errorf("busy answer names %d placing and %d waiting, want 1 and 1", busy.Placing, busy.Queued)
+	}
+	e.noKey(t, "u-busy-c", "k-busy-c", "a busy answer")
+	if n, err := e.Gate.Admitting(context.Background(), sku); err != nil || n != 4 {
+		t.Errorf("%d units counted as being placed (%v), want 4: the two placements' and none of the busy one's", n, err)
+	}
+	if got := hc.inCall.Load(); got != 1 {
+		t.Errorf("%d Update-with-Start calls reached Temporal, want 1 (the slot's)", got)
+	}
+
+	release()
+	wg.Wait()
+	want(t, first, placement.Reserved)
+	want(t, nxt, placement.Reserved)
+	retry := want(t, e.place("k-busy-c", "u-busy-c", line), placement.Reserved)
+	if retry.OrderID == "" || retry.OrderID == first.OrderID || retry.OrderID == nxt.OrderID {
+		t.Errorf("the busy key's retry placed order %q, want an order of its own (%s, %s)", retry.OrderID, first.OrderID, nxt.OrderID)
+	}
+	if n := e.countRows("orders", "user_id IN (?, ?, ?)", "u-busy-a", "u-busy-b", "u-busy-c"); n != 3 {
+		t.Errorf("%d orders, want 3", n)
+	}
+	if n, err := e.Gate.Admitting(context.Background(), sku); err != nil || n != 0 {
+		t.Errorf("%d units still counted as being placed (%v), want 0", n, err)
 	}
 }

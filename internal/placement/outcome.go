@@ -37,12 +37,15 @@ const (
 	// Unavailable: a backing service (Service: "database", "redis" or "temporal") failed before anything was
 	// done that a retry with the key would not redo: Err.
 	Unavailable
+	// Busy: this process already has Config.MaxPlacing placements in flight and Config.MaxQueued waiting
+	// (Placing, Queued); nothing was done for the key, and a retry with it is a new request.
+	Busy
 )
 
 var kindNames = [...]string{
 	Reserved: "reserved", Replayed: "replayed", SoldOut: "sold out", Gated: "gated", UnknownSKU: "unknown SKU",
 	Rejected: "rejected", KeyReused: "key reused", Pending: "pending", Unavailable: "unavailable",
-	LimitExceeded: "limit exceeded",
+	LimitExceeded: "limit exceeded", Busy: "busy",
 }
 
 func (k Kind) String() string {
@@ -71,6 +74,8 @@ type Outcome struct {
 	Reason   string                       // Rejected: the order's closed_reason
 	Service  string                       // Unavailable: "database", "redis" or "temporal"
 	Err      error                        // Unavailable: the failure
+	Placing  int                          // Busy: the placements in flight at most (Config.MaxPlacing)
+	Queued   int                          // Busy: the placements waiting at most (Config.MaxQueued)
 }
 
 // Services an Unavailable outcome names.

@@ -74,6 +74,14 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		return gated(fast.GatedSKU), nil
 	}
 	if fast.Ready && !fast.Claimed {
+		// Nothing is done for the key yet: past the placements this process runs and lets wait, answer now
+		// rather than hold the client (and the units) past any timeout it has.
+		select {
+		case p.s.tickets <- struct{}{}:
+			defer func() { <-p.s.tickets }()
+		default:
+			return Outcome{Kind: Busy, Placing: p.s.cfg.MaxPlacing, Queued: p.s.cfg.MaxQueued}, nil
+		}
 		sku, err := p.admit(ctx, &adm)
 		switch {
 		case err != nil && p.redisFails(err):

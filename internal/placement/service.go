@@ -21,6 +21,9 @@ const DefaultPlaceTimeout = 40 * time.Second
 // DefaultMaxPlacing is how many Update-with-Start calls a process has in flight at most by default.
 const DefaultMaxPlacing = 64
 
+// DefaultMaxQueued is how many placements of new keys a process lets wait for one of those calls by default.
+const DefaultMaxQueued = 64
+
 // DefaultRetention is how long an Idempotency-Key is remembered by default (IDEMPOTENCY_RETENTION).
 const DefaultRetention = 24 * time.Hour
 
@@ -53,6 +56,10 @@ type Config struct {
 	// MaxPlacing bounds the Update-with-Start calls this process has in flight (0 = DefaultMaxPlacing); the
 	// placements past it wait for one to end.
 	MaxPlacing int
+	// MaxQueued bounds the placements of keys without state that wait for one of those calls (0 =
+	// DefaultMaxQueued). A key without state past MaxPlacing+MaxQueued is answered Busy before anything is
+	// done: waiting longer would hold its client past any timeout it has while the units stay held.
+	MaxQueued int
 	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
 	Places Counter
 	// RedisDownFallback places orders through the database alone while Redis is unreachable
@@ -80,6 +87,9 @@ type Service struct {
 	fenceReads singleflight.Group
 	// slots bounds the Update-with-Start calls in flight (Config.MaxPlacing).
 	slots chan struct{}
+	// tickets bounds the placements of keys without state from their admission to their end: those in
+	// flight and those waiting for a slot (Config.MaxPlacing + Config.MaxQueued).
+	tickets chan struct{}
 }
 
 // New returns the service. It starts nothing: the markers' backfill starts with Backfill, or when a
@@ -103,7 +113,10 @@ func New(cfg Config) *Service {
 	if cfg.MaxPlacing <= 0 {
 		cfg.MaxPlacing = DefaultMaxPlacing
 	}
-	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing)}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
+	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing), tickets: make(chan struct{}, cfg.MaxPlacing+cfg.MaxQueued)}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	return s
 }
