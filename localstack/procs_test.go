@@ -1,0 +1,28 @@
+package main
+
+import "testing"
+
+func TestStackProcs(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(name string) string {
+			if name == "GOMAXPROCS" {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		gomaxprocs string
+		cpus, want int
+	}{
+		{"", 2, 8},
+		{"", 1, 4},
+		{"", 16, 64},
+		{"", 0, 4},
+		{"3", 2, 0}, // the user's GOMAXPROCS stands
+	} {
+		if got := stackProcs(env(c.gomaxprocs), c.cpus); got != c.want {
+			t.Errorf("GOMAXPROCS=%q, %d CPUs: %d, want %d", c.gomaxprocs, c.cpus, got, c.want)
+		}
+	}
+}
