@@ -83,7 +83,7 @@ func TestPlace_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 	// The service's start-up backfill of the markers is over before the race: a backfill during it could write
 	// this key's marker, which would pass for B's step in the hook. With the markers ready B is gated before
 	// its claim, and A, which finds the marker, after its claim.
-	e.waitMarkersReady(t)
+	waitReady(t, e)
 	h := &sameKeyHook{
 		admitting: e.Redis.AdmittingKey(sku),
 		marker:    e.Redis.ClaimKey(placement.MarkerName(user, key)),
@@ -263,7 +263,7 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 		c.Temporal = hc
 		c.MaxPlacing, c.MaxQueued = 1, 1
 	})
-	e.waitMarkersReady(t)
+	waitReady(t, e)
 	const sku = "BUSY-1"
 	e.Stock(t, sku, 100, 100)
 	line := ordersaga.Line{SKU: sku, Qty: 2}
@@ -271,8 +271,7 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); !done(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				release()
-				t.Fatalf("%s: not within a minute", what)
+				t.Fatalf("%s: not within a minute", what) // the cleanup releases the held calls
 			}
 		}
 	}

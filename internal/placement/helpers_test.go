@@ -80,24 +80,6 @@ func serviceOn(t *testing.T, se *sagatest.Env, change ...func(*placement.Config)
 	return &env{Env: se, t: t, svc: svc, places: places, Gate: gate}
 }
 
-// waitMarkersReady waits for the service's start-up backfill of the idempotency markers: until it is over,
-// the fast path and the admission gate are off (every key takes the database path).
-func (e *env) waitMarkersReady(t testing.TB) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		ready, err := e.Gate.ClaimsReady(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ready {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the idempotency markers are not ready a minute after the service started")
-		}
-	}
-}
-
 // place places an order of user with key; an error fails the test.
 func (e *env) place(key, user string, lines ...ordersaga.Line) placement.Outcome {
 	e.t.Helper()
