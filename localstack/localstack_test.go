@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/devserver"
@@ -126,6 +129,15 @@ func TestLocalStack(t *testing.T) {
 		}
 		return ""
 	})
+	if _, real := env["REDIS_ADDR"]; !real {
+		// The stack's own client reaches the embedded Redis through an in-memory pipe; the TCP port it prints
+		// serves every other client, with the same keys.
+		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("%s:%d", localIP, p.redis)})
+		if v, err := rdb.Get(context.Background(), "inv:{SKU-1}:avail").Result(); err != nil || v != "98" {
+			t.Errorf("SKU-1's counter read on the embedded Redis's port after 2 were sold: %q, %v; want 98", v, err)
+		}
+		rdb.Close()
+	}
 	waiting := placeOrder(t, s.api, "smoke-waiting", "SKU-2", 1)
 
 	if st := call(t, "GET", s.ui+"/", nil, nil, nil); st != 200 {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sort"
 	"sync"
@@ -74,6 +76,15 @@ func startEmbeddedRedis(addr, snapshot string, log *slog.Logger) (r *embeddedRed
 }
 
 func (r *embeddedRedis) Addr() string { return r.mr.Addr() }
+
+// dial connects the stack's own Redis client to the embedded Redis in memory (memPipe): no socket, and no
+// system call per command on either side (measured in BENCHMARKS.md, "What each change bought"). The TCP port
+// stays open for every other client (redis-cli, the load tool).
+func (r *embeddedRedis) dial(context.Context, string, string) (net.Conn, error) {
+	client, server := memPipe()
+	r.mr.Server().ServeConn(server)
+	return client, nil
+}
 
 // Close writes the snapshot (the worker must be stopped first, so nothing changes meanwhile) and stops.
 func (r *embeddedRedis) Close() error {

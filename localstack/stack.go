@@ -172,12 +172,15 @@ func prepareDataDir(dir string) error {
 }
 
 func (s *stack) startRedis(ctx context.Context) error {
+	var dial platform.Dialer
 	if !s.opts.externalRedis {
-		if err := s.startEmbeddedRedis(); err != nil {
+		r, err := s.startEmbeddedRedis()
+		if err != nil {
 			return err
 		}
+		dial = r.dial
 	}
-	rdb, err := platform.OpenRedis(ctx, s.opts.cfg)
+	rdb, err := platform.OpenRedis(ctx, s.opts.cfg, dial)
 	if err != nil {
 		return err
 	}
@@ -186,7 +189,7 @@ func (s *stack) startRedis(ctx context.Context) error {
 	return nil
 }
 
-func (s *stack) startEmbeddedRedis() error {
+func (s *stack) startEmbeddedRedis() (*embeddedRedis, error) {
 	snapshot := ""
 	if s.opts.dataDir != "" {
 		snapshot = filepath.Join(s.opts.dataDir, "redis-snapshot.json")
@@ -194,15 +197,15 @@ func (s *stack) startEmbeddedRedis() error {
 	r, restored, err := startEmbeddedRedis(s.opts.cfg.RedisAddr, snapshot, s.log)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return &devserver.PortInUseError{Addr: s.opts.cfg.RedisAddr, Flag: flagRedisPort, Err: err}
+			return nil, &devserver.PortInUseError{Addr: s.opts.cfg.RedisAddr, Flag: flagRedisPort, Err: err}
 		}
-		return err
+		return nil, err
 	}
 	s.onStop("embedded redis", r.Close)
 	if restored {
 		s.log.Info("embedded redis: restored the snapshot of the last clean stop")
 	}
-	return nil
+	return r, nil
 }
 
 func (s *stack) openStore(ctx context.Context) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -78,13 +79,18 @@ func TemporalOptions(cfg config.Config, logger *slog.Logger, metrics client.Metr
 	return opts, nil
 }
 
-// OpenRedis connects to Redis (REDIS_ADDR, a pool of REDIS_POOL_SIZE) and checks it answers.
-func OpenRedis(ctx context.Context, cfg config.Config) (*redis.Client, error) {
+// Dialer makes a connection to Redis instead of TCP to REDIS_ADDR (the local stack's embedded Redis, in the
+// same process).
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// OpenRedis connects to Redis (REDIS_ADDR, a pool of REDIS_POOL_SIZE) and checks it answers. dial, when not
+// nil, makes the pool's connections.
+func OpenRedis(ctx context.Context, cfg config.Config, dial Dialer) (*redis.Client, error) {
 	pool := cfg.RedisPoolSize
 	if pool <= 0 {
 		pool = 128
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, PoolSize: pool, MinIdleConns: min(8, pool)})
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Dialer: dial, PoolSize: pool, MinIdleConns: min(8, pool)})
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
@@ -106,7 +112,7 @@ func SQLPool(cfg config.Config) sqlstore.Pool {
 
 // OpenStores opens Redis and the database from the configuration (both must be set).
 func OpenStores(ctx context.Context, cfg config.Config) (*redisstock.Store, *sqlstore.Store, func(), error) {
-	rdb, err := OpenRedis(ctx, cfg)
+	rdb, err := OpenRedis(ctx, cfg, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
