@@ -49,7 +49,8 @@ type Config struct {
 	// wait for one to end (placement.Config.MaxPlacing).
 	PlaceConcurrency int // PLACE_CONCURRENCY (default 64)
 	// PlaceQueue bounds the placements of new keys that wait for one of those calls per process; a request
-	// past it is answered 503 before anything is done (placement.Config.MaxQueued).
+	// past it waits up to placement.DefaultBusyWait for a place, then is answered 503 before anything is done
+	// (placement.Config.MaxQueued).
 	PlaceQueue int // PLACE_QUEUE (default 64)
 	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
 	MetricsAddr string // METRICS_ADDR

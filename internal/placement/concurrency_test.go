@@ -250,9 +250,9 @@ func (c *heldClient) UpdateWithStartWorkflow(ctx context.Context, opts client.Up
 }
 
 // A new key that arrives while the process already places MaxPlacing orders and has MaxQueued more waiting
-// is answered Busy at once, with nothing done for it: no row, no units counted by the admission gate, no
-// workflow. The placements ahead of it are placed all the same, and its retry, once there is room, is
-// placed like any new request.
+// is answered Busy once BusyWait has passed with no place freed, with nothing done for it: no row, no units
+// counted by the admission gate, no workflow. The placements ahead of it are placed all the same, and its
+// retry, once there is room, is placed like any new request.
 func TestPlace_BusyPastTheQueue(t *testing.T) {
 	t.Parallel()
 	se := sagatest.Start(t)
@@ -262,6 +262,7 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 	e := serviceOn(t, se, func(c *placement.Config) {
 		c.Temporal = hc
 		c.MaxPlacing, c.MaxQueued = 1, 1
+		c.BusyWait = 100 * time.Millisecond
 	})
 	waitReady(t, e)
 	const sku = "BUSY-1"
@@ -287,7 +288,11 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 		return err == nil && rec.Started
 	})
 
+	asked := time.Now()
 	busy := want(t, e.place("k-busy-c", "u-busy-c", line), placement.Busy)
+	if waited := time.Since(asked); waited < 100*time.Millisecond {
+		t.Errorf("answered Busy after %s, want after BusyWait (100ms) with no place freed", waited)
+	}
 	if busy.Placing != 1 || busy.Queued != 1 {
 		t.Errorf("busy answer names %d placing and %d waiting, want 1 and 1", busy.Placing, busy.Queued)
 	}
@@ -309,6 +314,65 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 	}
 	if n := e.countRows("orders", "user_id IN (?, ?, ?)", "u-busy-a", "u-busy-b", "u-busy-c"); n != 3 {
 		t.Errorf("%d orders, want 3", n)
+	}
+	if n, err := e.Gate.Admitting(context.Background(), sku); err != nil || n != 0 {
+		t.Errorf("%d units still counted as being placed (%v), want 0", n, err)
+	}
+}
+
+// A new key past the placements in flight and waiting waits up to BusyWait for a place among them: one that
+// frees meanwhile takes it, and the key is placed, not answered Busy (a crowd that retries at once would
+// otherwise spend the stack on turning itself away).
+func TestPlace_PastTheQueueWaitsForAPlace(t *testing.T) {
+	t.Parallel()
+	se := sagatest.Start(t)
+	hc := &heldClient{Client: se.Client, release: make(chan struct{})}
+	release := sync.OnceFunc(func() { close(hc.release) })
+	t.Cleanup(release)
+	e := serviceOn(t, se, func(c *placement.Config) {
+		c.Temporal = hc
+		c.MaxPlacing, c.MaxQueued = 1, 1
+		c.BusyWait = time.Minute
+	})
+	waitReady(t, e)
+	const sku = "BUSYWAIT-1"
+	e.Stock(t, sku, 100, 100)
+	line := ordersaga.Line{SKU: sku, Qty: 1}
+	var wg sync.WaitGroup
+	outs := make([]placement.Outcome, 3)
+	wg.Go(func() { outs[0] = e.place("k-bw-a", "u-bw-a", line) })
+	for deadline := time.Now().Add(time.Minute); hc.inCall.Load() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first placement did not reach Temporal within a minute")
+		}
+	}
+	wg.Go(func() { outs[1] = e.place("k-bw-b", "u-bw-b", line) })
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if rec, err := e.Store.IdempotencyKey(context.Background(), "u-bw-b", "k-bw-b"); err == nil && rec.Started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second placement did not start waiting for the slot within a minute")
+		}
+	}
+	third := make(chan placement.Outcome, 1)
+	go func() { third <- e.place("k-bw-c", "u-bw-c", line) }()
+	select {
+	case out := <-third:
+		t.Fatalf("the key past the queue was answered %v at once, want it to wait for a place", out.Kind)
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.noKey(t, "u-bw-c", "k-bw-c", "a key waiting for a place")
+	release()
+	wg.Wait()
+	outs[2] = <-third
+	for i, out := range outs {
+		want(t, out, placement.Reserved)
+		for _, other := range outs[:i] {
+			if out.OrderID == other.OrderID {
+				t.Errorf("two keys placed order %s", out.OrderID)
+			}
+		}
 	}
 	if n, err := e.Gate.Admitting(context.Background(), sku); err != nil || n != 0 {
 		t.Errorf("%d units still counted as being placed (%v), want 0", n, err)

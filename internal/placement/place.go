@@ -74,14 +74,13 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		return gated(fast.GatedSKU), nil
 	}
 	if fast.Ready && !fast.Claimed {
-		// Nothing is done for the key yet: past the placements this process runs and lets wait, answer now
-		// rather than hold the client (and the units) past any timeout it has.
-		select {
-		case p.s.tickets <- struct{}{}:
-			defer func() { <-p.s.tickets }()
-		default:
+		// Nothing is done for the key yet: past the placements this process runs and lets wait, it waits a
+		// little for a place among them (holding nothing), then is answered Busy rather than held past any
+		// timeout its client has.
+		if !p.s.takeTicket(ctx) {
 			return Outcome{Kind: Busy, Placing: p.s.cfg.MaxPlacing, Queued: p.s.cfg.MaxQueued}, nil
 		}
+		defer func() { <-p.s.tickets }()
 		sku, err := p.admit(ctx, &adm)
 		switch {
 		case err != nil && p.redisFails(err):

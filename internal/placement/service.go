@@ -21,6 +21,10 @@ const DefaultPlaceTimeout = 40 * time.Second
 // DefaultMaxPlacing is how many Update-with-Start calls a process has in flight at most by default.
 const DefaultMaxPlacing = 64
 
+// DefaultBusyWait is how long a new key past the placements in flight and waiting waits for a place among
+// them by default.
+const DefaultBusyWait = time.Second
+
 // DefaultMaxQueued is how many placements of new keys a process lets wait for one of those calls by default.
 const DefaultMaxQueued = 64
 
@@ -60,6 +64,10 @@ type Config struct {
 	// DefaultMaxQueued). A key without state past MaxPlacing+MaxQueued is answered Busy before anything is
 	// done: waiting longer would hold its client past any timeout it has while the units stay held.
 	MaxQueued int
+	// BusyWait is how long a key without state past MaxPlacing+MaxQueued waits for a place among them
+	// before it is answered Busy (0 = DefaultBusyWait). It holds nothing meanwhile; the wait spares a
+	// crowd of buyers who retry at once the work of turning each other away.
+	BusyWait time.Duration
 	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
 	Places Counter
 	// RedisDownFallback places orders through the database alone while Redis is unreachable
@@ -116,9 +124,31 @@ func New(cfg Config) *Service {
 	if cfg.MaxQueued <= 0 {
 		cfg.MaxQueued = DefaultMaxQueued
 	}
+	if cfg.BusyWait <= 0 {
+		cfg.BusyWait = DefaultBusyWait
+	}
 	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing), tickets: make(chan struct{}, cfg.MaxPlacing+cfg.MaxQueued)}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	return s
+}
+
+// takeTicket takes a place among the placements of keys without state (tickets), waiting for one up to
+// Config.BusyWait; false: none freed in that time, or ctx ended.
+func (s *Service) takeTicket(ctx context.Context) bool {
+	select {
+	case s.tickets <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(s.cfg.BusyWait)
+	defer t.Stop()
+	select {
+	case s.tickets <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // markerOf is the marker of a key's row whose life is age old: named from (user, key), valued with the
