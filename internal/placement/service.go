@@ -21,12 +21,12 @@ const DefaultPlaceTimeout = 40 * time.Second
 // DefaultMaxPlacing is how many Update-with-Start calls a process has in flight at most by default.
 const DefaultMaxPlacing = 64
 
+// DefaultMaxQueued is how many placements of new keys a process lets wait for one of those calls by default.
+const DefaultMaxQueued = 64
+
 // DefaultBusyWait is how long a new key past the placements in flight and waiting waits for a place among
 // them by default.
 const DefaultBusyWait = time.Second
-
-// DefaultMaxQueued is how many placements of new keys a process lets wait for one of those calls by default.
-const DefaultMaxQueued = 64
 
 // DefaultRetention is how long an Idempotency-Key is remembered by default (IDEMPOTENCY_RETENTION).
 const DefaultRetention = 24 * time.Hour
