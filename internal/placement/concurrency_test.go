@@ -255,39 +255,11 @@ func (c *heldClient) UpdateWithStartWorkflow(ctx context.Context, opts client.Up
 // retry, once there is room, is placed like any new request.
 func TestPlace_BusyPastTheQueue(t *testing.T) {
 	t.Parallel()
-	se := sagatest.Start(t)
-	hc := &heldClient{Client: se.Client, release: make(chan struct{})}
-	release := sync.OnceFunc(func() { close(hc.release) })
-	t.Cleanup(release)
-	e := serviceOn(t, se, func(c *placement.Config) {
-		c.Temporal = hc
-		c.MaxPlacing, c.MaxQueued = 1, 1
-		c.BusyWait = 100 * time.Millisecond
-	})
-	waitReady(t, e)
 	const sku = "BUSY-1"
-	e.Stock(t, sku, 100, 100)
 	line := ordersaga.Line{SKU: sku, Qty: 2}
-	waitFor := func(what string, done func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); !done(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within a minute", what) // the cleanup releases the held calls
-			}
-		}
-	}
-	var (
-		wg         sync.WaitGroup
-		first, nxt placement.Outcome
-	)
-	wg.Go(func() { first = e.place("k-busy-a", "u-busy-a", line) })
-	waitFor("the first placement reaches Temporal", func() bool { return hc.inCall.Load() == 1 })
-	wg.Go(func() { nxt = e.place("k-busy-b", "u-busy-b", line) })
-	waitFor("the second placement waits for the slot", func() bool {
-		rec, err := e.Store.IdempotencyKey(context.Background(), "u-busy-b", "k-busy-b")
-		return err == nil && rec.Started
-	})
+	q := fullQueue(t, 100*time.Millisecond, sku, line, "busy")
 
+	e, hc := q.e, q.hc
 	asked := time.Now()
 	busy := want(t, e.place("k-busy-c", "u-busy-c", line), placement.Busy)
 	if waited := time.Since(asked); waited < 100*time.Millisecond {
@@ -304,8 +276,7 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 		t.Errorf("%d Update-with-Start calls reached Temporal, want 1 (the slot's)", got)
 	}
 
-	release()
-	wg.Wait()
+	first, nxt := q.release()
 	want(t, first, placement.Reserved)
 	want(t, nxt, placement.Reserved)
 	retry := want(t, e.place("k-busy-c", "u-busy-c", line), placement.Reserved)
@@ -325,36 +296,10 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 // otherwise spend the stack on turning itself away).
 func TestPlace_PastTheQueueWaitsForAPlace(t *testing.T) {
 	t.Parallel()
-	se := sagatest.Start(t)
-	hc := &heldClient{Client: se.Client, release: make(chan struct{})}
-	release := sync.OnceFunc(func() { close(hc.release) })
-	t.Cleanup(release)
-	e := serviceOn(t, se, func(c *placement.Config) {
-		c.Temporal = hc
-		c.MaxPlacing, c.MaxQueued = 1, 1
-		c.BusyWait = time.Minute
-	})
-	waitReady(t, e)
 	const sku = "BUSYWAIT-1"
-	e.Stock(t, sku, 100, 100)
 	line := ordersaga.Line{SKU: sku, Qty: 1}
-	var wg sync.WaitGroup
-	outs := make([]placement.Outcome, 3)
-	wg.Go(func() { outs[0] = e.place("k-bw-a", "u-bw-a", line) })
-	for deadline := time.Now().Add(time.Minute); hc.inCall.Load() != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first placement did not reach Temporal within a minute")
-		}
-	}
-	wg.Go(func() { outs[1] = e.place("k-bw-b", "u-bw-b", line) })
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		if rec, err := e.Store.IdempotencyKey(context.Background(), "u-bw-b", "k-bw-b"); err == nil && rec.Started {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the second placement did not start waiting for the slot within a minute")
-		}
-	}
+	q := fullQueue(t, time.Minute, sku, line, "bw")
+	e := q.e
 	third := make(chan placement.Outcome, 1)
 	go func() { third <- e.place("k-bw-c", "u-bw-c", line) }()
 	select {
@@ -363,9 +308,8 @@ func TestPlace_PastTheQueueWaitsForAPlace(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	e.noKey(t, "u-bw-c", "k-bw-c", "a key waiting for a place")
-	release()
-	wg.Wait()
-	outs[2] = <-third
+	first, nxt := q.release()
+	outs := []placement.Outcome{first, nxt, <-third}
 	for i, out := range outs {
 		want(t, out, placement.Reserved)
 		for _, other := range outs[:i] {
@@ -377,4 +321,50 @@ func TestPlace_PastTheQueueWaitsForAPlace(t *testing.T) {
 	if n, err := e.Gate.Admitting(context.Background(), sku); err != nil || n != 0 {
 		t.Errorf("%d units still counted as being placed (%v), want 0", n, err)
 	}
+}
+
+// queue is a service that places one order at a time and lets one more wait (MaxPlacing 1, MaxQueued 1), its
+// Update-with-Start calls held, and both places taken: k-<tag>-a in the call, k-<tag>-b waiting for it.
+type queue struct {
+	e       *env
+	hc      *heldClient
+	wg      sync.WaitGroup
+	release func() (first, next placement.Outcome) // lets the held calls go and returns the two placements
+}
+
+func fullQueue(t *testing.T, busyWait time.Duration, sku string, line ordersaga.Line, tag string) *queue {
+	t.Helper()
+	se := sagatest.Start(t)
+	q := &queue{hc: &heldClient{Client: se.Client, release: make(chan struct{})}}
+	let := sync.OnceFunc(func() { close(q.hc.release) })
+	t.Cleanup(let)
+	q.e = serviceOn(t, se, func(c *placement.Config) {
+		c.Temporal = q.hc
+		c.MaxPlacing, c.MaxQueued = 1, 1
+		c.BusyWait = busyWait
+	})
+	waitReady(t, q.e)
+	q.e.Stock(t, sku, 100, 100)
+	waitFor := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !done(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within a minute", what) // the cleanup releases the held calls
+			}
+		}
+	}
+	var first, next placement.Outcome
+	q.wg.Go(func() { first = q.e.place("k-"+tag+"-a", "u-"+tag+"-a", line) })
+	waitFor("the first placement reaches Temporal", func() bool { return q.hc.inCall.Load() == 1 })
+	q.wg.Go(func() { next = q.e.place("k-"+tag+"-b", "u-"+tag+"-b", line) })
+	waitFor("the second placement waits for the slot", func() bool {
+		rec, err := q.e.Store.IdempotencyKey(context.Background(), "u-"+tag+"-b", "k-"+tag+"-b")
+		return err == nil && rec.Started
+	})
+	q.release = func() (placement.Outcome, placement.Outcome) {
+		let()
+		q.wg.Wait()
+		return first, next
+	}
+	return q
 }
