@@ -26,7 +26,7 @@ type memBuffer struct {
 	mu    sync.Mutex
 	data  []byte // data[off:] is unread
 	off   int
-	eof   bool          // the writing end was closed: reads return io.EOF once data is empty
+	eof   bool          // an end was closed: reads return io.EOF once data is empty, writes fail
 	ready chan struct{} // a token when data or eof changed (capacity 1: a reader never misses one)
 }
 
