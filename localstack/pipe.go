@@ -49,14 +49,22 @@ type memConn struct {
 	closed    chan struct{} // this end was closed
 }
 
+// usable is nil while this end is open and d (its read or write deadline) has not passed.
+func (c *memConn) usable(d *deadline) error {
+	select {
+	case <-c.closed:
+		return io.ErrClosedPipe
+	case <-d.wait():
+		return os.ErrDeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 func (c *memConn) Read(p []byte) (int, error) {
 	for {
-		select {
-		case <-c.closed:
-			return 0, io.ErrClosedPipe
-		case <-c.rd.wait():
-			return 0, os.ErrDeadlineExceeded
-		default:
+		if err := c.usable(c.rd); err != nil {
+			return 0, err
 		}
 		b := c.in
 		b.mu.Lock()
@@ -86,12 +94,8 @@ func (c *memConn) Read(p []byte) (int, error) {
 }
 
 func (c *memConn) Write(p []byte) (int, error) {
-	select {
-	case <-c.closed:
-		return 0, io.ErrClosedPipe
-	case <-c.wd.wait():
-		return 0, os.ErrDeadlineExceeded
-	default:
+	if err := c.usable(c.wd); err != nil {
+		return 0, err
 	}
 	b := c.out
 	b.mu.Lock()
