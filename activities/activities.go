@@ -61,6 +61,19 @@ type ConfirmInput struct {
 	SKUs    []string
 }
 
+// DeductInput is what DeductOrder takes: the order's deduct and the holds to drop once it committed.
+type DeductInput struct {
+	ordersaga.DeductInput
+	// ConfirmHolds names the lines whose Redis holds DeductOrder drops once the deduct committed (the lines
+	// the reserve held in Redis); empty, it drops none and the workflow confirms them itself (ConfirmLines).
+	ConfirmHolds []string
+}
+
+// confirmBudget bounds the confirm that follows a committed deduct in DeductOrder: the deduct's answer does not
+// wait on a slow Redis for longer, since a hold left behind only makes Redis promise less until
+// reconciliation drops it.
+const confirmBudget = 2 * time.Second
+
 // MarkPaidInput applies one payment to one order.
 type MarkPaidInput struct {
 	Payment ordersaga.PaymentRecord
@@ -150,24 +163,37 @@ func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ordersaga.R
 
 // ConfirmLines drops the holds of an order whose deduct committed.
 func (a *Activities) ConfirmLines(ctx context.Context, in ConfirmInput) error {
-	for _, sku := range in.SKUs {
-		if _, err := a.Redis.Confirm(ctx, in.OrderID, sku); err != nil {
-			return err
+	return a.confirm(ctx, in.OrderID, in.SKUs)
+}
+
+func (a *Activities) confirm(ctx context.Context, orderID string, skus []string) error {
+	for _, sku := range skus {
+		if _, err := a.Redis.Confirm(ctx, orderID, sku); err != nil {
+			return fmt.Errorf("confirm %s: %w", sku, err)
 		}
 	}
 	return nil
 }
 
-// DeductOrder takes every line of the order from the database in one transaction and records the order.
-func (a *Activities) DeductOrder(ctx context.Context, in ordersaga.DeductInput) (ordersaga.DeductResult, error) {
+// DeductOrder takes every line of the order from the database in one transaction and records the order, then
+// drops the holds of in.ConfirmHolds in Redis: the deduct's answer stands whatever the confirm does (a hold
+// it could not drop within confirmBudget is left to reconciliation).
+func (a *Activities) DeductOrder(ctx context.Context, in DeductInput) (ordersaga.DeductResult, error) {
 	if err := ordersaga.CheckStored("deduct", in.OrderID, in.Lines); err != nil {
 		return ordersaga.DeductResult{}, nonRetryable(ErrTypeBadInput, err)
 	}
-	res, err := a.Store.Deduct(ctx, in)
+	res, err := a.Store.Deduct(ctx, in.DeductInput)
 	if err != nil {
 		return ordersaga.DeductResult{}, businessError(err)
 	}
 	killpoint.Hit(killpoint.DeductAfterCommit, in.OrderID) // committed; the workflow has not heard of it
+	if len(in.ConfirmHolds) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, confirmBudget)
+		defer cancel()
+		if err := a.confirm(cctx, in.OrderID, in.ConfirmHolds); err != nil {
+			activity.GetLogger(ctx).Warn("confirm holds failed; reconciliation will drop them", "order_id", in.OrderID, "error", err)
+		}
+	}
 	return res, nil
 }
 

@@ -2,10 +2,12 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ordersaga/ordersaga"
@@ -71,9 +73,29 @@ func (e *dbOnlyEnv) placeInDB(t *testing.T, order string, qty int64) {
 
 func (e *dbOnlyEnv) deduct(t *testing.T, order string, qty int64) {
 	t.Helper()
+	e.deductWith(t, e.up, e.deductInput(order, qty))
+}
+
+func (e *dbOnlyEnv) deductInput(order string, qty int64) activities.DeductInput {
+	return activities.DeductInput{DeductInput: ordersaga.DeductInput{OrderID: order, UserID: "u", Currency: "CNY",
+		PayBy: time.Now().Add(time.Hour), Lines: []ordersaga.Line{{SKU: e.sku, Qty: qty}}}}
+}
+
+func (e *dbOnlyEnv) deductWith(t *testing.T, acts *activities.Activities, in activities.DeductInput) ordersaga.DeductResult {
+	t.Helper()
 	var res ordersaga.DeductResult
-	e.run(t, e.up, e.up.DeductOrder, ordersaga.DeductInput{OrderID: order, UserID: "u", Currency: "CNY",
-		PayBy: time.Now().Add(time.Hour), Lines: []ordersaga.Line{{SKU: e.sku, Qty: qty}}}, &res)
+	e.run(t, acts, acts.DeductOrder, in, &res)
+	return res
+}
+
+// marker is the order's Redis marker of the SKU ("H:<qty>" held, "C:<qty>" confirmed; "" none).
+func (e *dbOnlyEnv) marker(t *testing.T, order string) string {
+	t.Helper()
+	m, err := e.rs.Client().Get(t.Context(), e.rs.MarkerKey(e.sku, order)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // placeInRedis reserves an order's line in Redis, deducts it and, when confirm, confirms it: the normal path.
@@ -361,8 +383,57 @@ func TestReleaseLine_ConfirmsTheLostConfirmOfAPaidOrder(t *testing.T) {
 		}
 	}
 	e.wantInLine(t, "after the release", 8)
-	m, err := e.rs.Client().Get(t.Context(), e.rs.MarkerKey(e.sku, "o-dbo-9")).Result()
-	if err != nil || m != "C:2" {
-		t.Errorf("marker = %q, %v; want C:2 (confirmed)", m, err)
+	if m := e.marker(t, "o-dbo-9"); m != "C:2" {
+		t.Errorf("marker = %q; want C:2 (confirmed)", m)
 	}
+}
+
+// DeductOrder drops the holds it is given once the deduct committed (ConfirmInDeduct), and a Redis that cannot
+// take the confirm does not fail the committed deduct: the hold is left to reconciliation.
+func TestDeductOrder_ConfirmsTheHoldsItIsGiven(t *testing.T) {
+	t.Parallel()
+	e := newDBOnlyEnv(t, "DBO-10", 10)
+	var out ordersaga.ReserveOutcome
+	for _, order := range []string{"o-dbo-10a", "o-dbo-10b"} {
+		e.run(t, e.up, e.up.ReserveLine, activities.LineInput{OrderID: order, SKU: e.sku, Qty: 2}, &out)
+		if m := e.marker(t, order); m != "H:2" {
+			t.Fatalf("%s: marker after the reserve = %q, want H:2", order, m)
+		}
+	}
+
+	in := e.deductInput("o-dbo-10a", 2)
+	in.ConfirmHolds = []string{e.sku}
+	e.deductWith(t, e.up, in)
+	if m := e.marker(t, "o-dbo-10a"); m != "C:2" {
+		t.Errorf("marker after a deduct given the hold = %q, want C:2 (confirmed)", m)
+	}
+	again := e.deductWith(t, e.up, in) // a retry of the local activity
+	if !again.AlreadyDone {
+		t.Errorf("the retried deduct = %+v, want AlreadyDone", again)
+	}
+	if m := e.marker(t, "o-dbo-10a"); m != "C:2" {
+		t.Errorf("marker after the retried deduct = %q, want C:2", m)
+	}
+
+	in = e.deductInput("o-dbo-10b", 2)
+	in.ConfirmHolds = []string{e.sku}
+	e.deductWith(t, e.down, in) // committed; Redis unreachable for the confirm
+	if _, err := e.store.Order(t.Context(), "o-dbo-10b"); err != nil {
+		t.Errorf("the deduct whose confirm failed did not record its order: %v", err)
+	}
+	if m := e.marker(t, "o-dbo-10b"); m != "H:2" {
+		t.Errorf("marker after a confirm Redis could not take = %q, want H:2 (left to reconciliation)", m)
+	}
+	rec := &reconcile.Reconciler{Redis: e.rs, Store: e.store, Grace: 0, RunID: "dbo-10"}
+	sum, _, err := rec.SKU(t.Context(), e.sku, sqlstore.ResyncClear)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.HoldsConfirmed != 1 || sum.DriftUnits != 0 {
+		t.Errorf("reconciliation = %+v, want the hold left behind confirmed and no drift", sum)
+	}
+	if m := e.marker(t, "o-dbo-10b"); m != "C:2" {
+		t.Errorf("marker after reconciliation = %q, want C:2", m)
+	}
+	e.wantInLine(t, "after reconciliation", 6)
 }

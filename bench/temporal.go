@@ -51,6 +51,9 @@ func workerOptions(o opts) worker.Options {
 type tenv struct {
 	c     client.Client
 	place op
+	// placeBefore places as orderclient.Place did before the accepted path lost its first upsert and its
+	// confirm step (no search attributes at start, no ConfirmInDeduct): what that change bought.
+	placeBefore op
 	bare  func(queue string, local bool, upserts int) op
 	close func()
 }
@@ -104,40 +107,63 @@ func newTEnv(ctx context.Context, o opts, c client.Client, stores string) (*tenv
 		}
 		return err
 	}
+	before := "p" + randomID() + "-"
+	e.placeBefore = func(ctx context.Context, _ int, seq int64) error {
+		id := before + strconv.FormatInt(seq, 10)
+		var res workflows.Reservation
+		err := updateWithStart(ctx, c, startOptions(id, workflows.TaskQueue), workflows.OrderWorkflow, workflows.OrderInput{
+			OrderID: id, UserID: "bench", Currency: "CNY",
+			Lines: []ordersaga.Line{{SKU: hotSKU, Qty: 1}}, PaymentTimeout: benchPayDeadline,
+		}, &res)
+		if err == nil && res.Order.Status != ordersaga.StatusAwaitingPayment {
+			err = fmt.Errorf("order %s: %s %s", res.Order.OrderID, res.Order.Status, res.Order.ClosedReason)
+		}
+		return err
+	}
 	e.bare = func(queue string, local bool, upserts int) op {
 		prefix := "b" + randomID() + "-"
 		return func(ctx context.Context, _ int, seq int64) error {
 			id := prefix + strconv.FormatInt(seq, 10)
-			opts := client.StartWorkflowOptions{
-				ID: workflows.OrderWorkflowID(id), TaskQueue: queue,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			}
+			opts := startOptions(id, queue)
 			if upserts == 1 {
 				opts.TypedSearchAttributes = temporal.NewSearchAttributes(workflows.SAOrderStatus.ValueSet("RESERVING"),
 					workflows.SAOrderSKUs.ValueSet([]string{hotSKU}))
 			}
-			start := c.NewWithStartWorkflowOperation(opts, BareOrderWorkflow,
-				bareInput{OrderID: id, PaymentTimeout: benchPayDeadline, Local: local, Upserts: upserts})
-			h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-				StartWorkflowOperation: start,
-				UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.UpdateReservation, WaitForStage: client.WorkflowUpdateStageCompleted},
-			})
-			if err != nil {
-				return err
-			}
 			var status string
-			return h.Get(ctx, &status)
+			return updateWithStart(ctx, c, opts, BareOrderWorkflow,
+				bareInput{OrderID: id, PaymentTimeout: benchPayDeadline, Local: local, Upserts: upserts}, &status)
 		}
 	}
 	// Warm the server and every worker once.
-	for _, f := range []op{e.place, e.bare(bareLocalQueue, true, 0), e.bare(bareRemoteQueue, false, 0), e.bare(bareUpsertQueue, true, 2), e.bare(bareStartSAQueue, true, 1)} {
+	for _, f := range []op{e.place, e.placeBefore, e.bare(bareLocalQueue, true, 0), e.bare(bareRemoteQueue, false, 0), e.bare(bareUpsertQueue, true, 2), e.bare(bareStartSAQueue, true, 1)} {
 		if err := f(ctx, 0, -globalSeq.Add(1)); err != nil {
 			e.close()
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	return e, nil
+}
+
+// startOptions are an order's start options on queue, as orderclient.Place gives them but without search
+// attributes.
+func startOptions(orderID, queue string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID: workflows.OrderWorkflowID(orderID), TaskQueue: queue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}
+}
+
+// updateWithStart starts wf(in) with opts and waits for its reservation update's answer into out.
+func updateWithStart(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, wf, in, out any) error {
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: c.NewWithStartWorkflowOperation(opts, wf, in),
+		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.UpdateReservation, WaitForStage: client.WorkflowUpdateStageCompleted},
+	})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, out)
 }
 
 // benchTemporal is layer 3: orders accepted per second end to end (orderclient.Place, the real worker and
@@ -197,6 +223,8 @@ func benchTemporalTest(ctx context.Context, o opts, stores string, out io.Writer
 		"bare workflow: 2 no-op local activities + update", e.bare(bareLocalQueue, true, 0))
 	startSA, limit4 := measurePair(ctx, o, conc, "", "bare + SAs at start + 1 upsert", e.bare(bareStartSAQueue, true, 1),
 		"bare + 2 search-attribute upserts", e.bare(bareUpsertQueue, true, 2))
+	lean, before := measurePair(ctx, o, conc, "", "orderclient.Place + real worker", e.place,
+		"the order path before: upsert at start, confirm step", e.placeBefore)
 	remote, limit3 := measurePair(ctx, o, conc, "", "bare with 2 regular activities", e.bare(bareRemoteQueue, false, 0),
 		"bare workflow: 2 no-op local activities + update", e.bare(bareLocalQueue, true, 0))
 	return []pair{
@@ -205,6 +233,7 @@ func benchTemporalTest(ctx context.Context, o opts, stores string, out io.Writer
 		{Layer: "3 … what the 2 search-attribute upserts cost", Real: withUpsert, Limit: limit2, Comment: "bare + the order workflow's two UpsertSearchAttributes, same server"},
 		{Layer: "3 … candidate: search attributes at start, one upsert", Real: startSA, Limit: limit4,
 			Comment: "candidate, not in the code: OrderStatus/OrderSKUs given with the start options instead of the first upsert, against the two upserts of today (ratio > 100% = gain)"},
+		leanPair(lean, before),
 		{Layer: "3 … what local activities bought", Real: remote, Limit: limit3, Comment: "bare with regular activities instead of local ones, same server"},
 	}, nil
 }
@@ -247,6 +276,9 @@ func benchLocalStack(ctx context.Context, o opts, out io.Writer) ([]pair, error)
 		"bare workflow: 2 no-op local activities + update", base.bare(bareLocalQueue, true, 0))
 	pairs := []pair{{Layer: "3 accepted orders end to end (local stack: file-backed Temporal, miniredis, SQLite)", Real: real, Limit: limit, Target: 0.9,
 		Comment: fmt.Sprintf("internal/devserver's server on a SQLite file (WAL) as the local stack runs it, %d concurrent Update-with-Start; target also ≥ 100 orders/s", conc)}}
+	lean, before := measurePair(ctx, o, conc, "", "orderclient.Place + real worker", base.place,
+		"the order path before: upsert at start, confirm step", base.placeBefore)
+	pairs = append(pairs, leanPair(lean, before))
 	for _, s := range servers[1:] {
 		now, before := measurePair(ctx, o, conc, "", "real path, local stack", base.place, "real path, "+s.name, s.env.place)
 		pairs = append(pairs, pair{Layer: "3 … what leaving " + s.name + " bought", Real: now, Limit: before,
@@ -254,6 +286,12 @@ func benchLocalStack(ctx context.Context, o opts, out io.Writer) ([]pair, error)
 	}
 	fmt.Fprintf(out, "\nlayer 3 (local stack): %.0f orders/s accepted end to end (target ≥ 100)\n", real.Rate())
 	return pairs, nil
+}
+
+// leanPair is the row of what the start's search attributes and the confirm inside the deduct bought.
+func leanPair(now, before result) pair {
+	return pair{Layer: "3 … what attributes at start + the confirm in the deduct bought", Real: now, Limit: before,
+		Comment: "the real path (OrderStatus/OrderSKUs with the start, the deduct drops the Redis holds) against the same workflow started as before (its first upsert and a ConfirmLines step of its own), same server (ratio > 100% = gain)"}
 }
 
 // openStores opens the Redis and database layers: a key prefix of the benchmark's own on the real Redis and

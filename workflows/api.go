@@ -50,6 +50,12 @@ type OrderInput struct {
 	Lines []ordersaga.Line
 	// PaymentTimeout is how long the order waits for payment once reserved (0 = DefaultPaymentTimeout).
 	PaymentTimeout time.Duration
+	// ConfirmInDeduct has the deduct drop the order's Redis holds once it committed, in the same local
+	// activity, instead of a ConfirmLines step of its own (one step fewer on the accepted path). Starters set
+	// it (orderclient.Place); the histories of workflows started before it existed carry false and replay
+	// the separate step. A field of the input rather than a workflow.GetVersion marker, which would cost
+	// every order a marker and a search-attribute upsert more than the step it removes.
+	ConfirmInDeduct bool
 }
 
 // PaymentSignal is a payment the provider reported for an order.
@@ -82,6 +88,21 @@ var (
 	SAOrderSKUs       = temporal.NewSearchAttributeKeyKeywordList("OrderSKUs")
 	SAPaymentDeadline = temporal.NewSearchAttributeKeyTime("PaymentDeadline")
 )
+
+// StartSearchAttributes are the search attributes of an order as it starts (OrderStatus RESERVING, OrderSKUs):
+// a starter passes them with the start options, and a workflow started without them (the histories of
+// starters before it) upserts the same.
+func StartSearchAttributes(in OrderInput) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(startAttributes(in.Lines)...)
+}
+
+func startAttributes(lines []ordersaga.Line) []temporal.SearchAttributeUpdate {
+	skus := make([]string, len(lines))
+	for i, l := range lines {
+		skus[i] = l.SKU
+	}
+	return []temporal.SearchAttributeUpdate{SAOrderSKUs.ValueSet(skus), SAOrderStatus.ValueSet(string(ordersaga.StatusReserving))}
+}
 
 // SearchAttributes lists the custom search attributes a namespace must have registered before orders run.
 func SearchAttributes() map[string]enumspb.IndexedValueType {

@@ -44,6 +44,8 @@ type orderWorkflow struct {
 	// reserveStarted/deductStarted: a step that was started is compensated whatever it answered, because
 	// an attempt may have landed after its timeout (the tombstones make that safe).
 	reserveStarted, deductStarted bool
+	// held names the lines whose units the reserve holds in Redis (not those reserved in the database alone).
+	held []string
 	compensated                   bool
 	// payResults remembers what became of each payment event this run has seen (lookups only).
 	payResults map[string]ordersaga.PaymentResult
@@ -110,11 +112,12 @@ func (w *orderWorkflow) setup(ctx workflow.Context) error {
 	}); err != nil {
 		return fmt.Errorf("set update handler: %w", err)
 	}
-	skus := make([]string, len(w.order.Lines))
-	for i, l := range w.order.Lines {
-		skus[i] = l.SKU
+	// A start that carried the attributes (StartSearchAttributes) leaves nothing to upsert; the start event
+	// says which, so replay takes the same branch.
+	if workflow.GetTypedSearchAttributes(ctx).ContainsKey(SAOrderStatus) {
+		return nil
 	}
-	return w.upsert(ctx, SAOrderSKUs.ValueSet(skus), SAOrderStatus.ValueSet(string(ordersaga.StatusReserving)))
+	return w.upsert(ctx, startAttributes(w.order.Lines)...)
 }
 
 func (w *orderWorkflow) run(ctx workflow.Context) (ordersaga.Order, error) {
@@ -127,7 +130,9 @@ func (w *orderWorkflow) run(ctx workflow.Context) (ordersaga.Order, error) {
 	if err := w.setStatus(ctx, ordersaga.StatusAwaitingPayment, ""); err != nil {
 		return ordersaga.Order{}, err
 	}
-	w.confirm(ctx)
+	if !w.in.ConfirmInDeduct {
+		w.confirm(ctx) // a history from before ConfirmInDeduct
+	}
 	if err := w.awaitPayment(ctx); err != nil {
 		return ordersaga.Order{}, err
 	}
@@ -177,6 +182,10 @@ func (w *orderWorkflow) reserve(ctx workflow.Context) error {
 			if first == nil {
 				first = fmt.Errorf("reserve %s: %w", w.order.Lines[i].SKU, err)
 			}
+			continue
+		}
+		if out != ordersaga.ReservedInDB {
+			w.held = append(w.held, w.order.Lines[i].SKU)
 		}
 	}
 	return first
@@ -187,9 +196,13 @@ func (w *orderWorkflow) deduct(ctx workflow.Context) error {
 	payBy := workflow.Now(ctx).Add(w.in.PaymentTimeout).UTC()
 	w.deductStarted = true
 	var res ordersaga.DeductResult
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deductOptions), acts.DeductOrder, ordersaga.DeductInput{
+	in := activities.DeductInput{DeductInput: ordersaga.DeductInput{
 		OrderID: w.in.OrderID, UserID: w.in.UserID, Currency: w.in.Currency, PayBy: payBy, Lines: w.order.Lines,
-	}).Get(ctx, &res)
+	}}
+	if w.in.ConfirmInDeduct {
+		in.ConfirmHolds = w.held
+	}
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deductOptions), acts.DeductOrder, in).Get(ctx, &res)
 	if err != nil {
 		w.noteBusinessFailure(err, "")
 		return fmt.Errorf("deduct: %w", err)
@@ -227,8 +240,9 @@ func (w *orderWorkflow) noteBusinessFailure(err error, sku string) {
 	}
 }
 
-// confirm drops the Redis holds once the DB owns the deduct. Failing here is harmless (the hold stays in
-// the holds hash, reconciliation drops it), so the order goes on either way.
+// confirm drops the Redis holds once the DB owns the deduct, as a step of its own: the histories of workflows
+// started without ConfirmInDeduct (the deduct does it since). Failing here is harmless (the hold stays in the
+// holds hash, reconciliation drops it), so the order goes on either way.
 func (w *orderWorkflow) confirm(ctx workflow.Context) {
 	skus := make([]string, len(w.order.Lines))
 	for i, l := range w.order.Lines {

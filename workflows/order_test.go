@@ -90,7 +90,7 @@ func newHarness(t *testing.T, lines ...ordersaga.Line) *harness {
 		env: env,
 		in: OrderInput{
 			OrderID: testOrderID, UserID: testUserID, Currency: testCurrency,
-			Lines: lines, PaymentTimeout: testTimeout,
+			Lines: lines, PaymentTimeout: testTimeout, ConfirmInDeduct: true,
 		},
 	}
 	h.mockActivities()
@@ -133,10 +133,10 @@ func (h *harness) mockActivities() {
 			return ordersaga.Reserved, nil
 		})
 	h.env.OnActivity(a.DeductOrder, mock.Anything, mock.Anything).Maybe().Return(
-		func(ctx context.Context, in ordersaga.DeductInput) (ordersaga.DeductResult, error) {
+		func(ctx context.Context, in activities.DeductInput) (ordersaga.DeductResult, error) {
 			h.record(actDeduct, in)
 			if h.deduct != nil {
-				return h.deduct(ctx, in)
+				return h.deduct(ctx, in.DeductInput)
 			}
 			lines := priced(in.Lines)
 			return ordersaga.DeductResult{Lines: lines, AmountCents: ordersaga.Amount(lines)}, nil
@@ -310,18 +310,32 @@ func (h *harness) releaseAll() []call {
 	return out
 }
 
+// deductCall is the deduct of every line; with ConfirmInDeduct it drops the holds of every line (the default
+// reserve holds each in Redis).
 func (h *harness) deductCall(payBy time.Time) []call {
-	return []call{{actDeduct, ordersaga.DeductInput{
+	in := activities.DeductInput{DeductInput: ordersaga.DeductInput{
 		OrderID: h.in.OrderID, UserID: h.in.UserID, Currency: h.in.Currency, PayBy: payBy, Lines: h.in.Lines,
-	}}}
+	}}
+	if h.in.ConfirmInDeduct {
+		in.ConfirmHolds = h.skus()
+	}
+	return []call{{actDeduct, in}}
 }
 
+// confirmCall is the separate confirm step: none with ConfirmInDeduct (the deduct drops the holds).
 func (h *harness) confirmCall() []call {
+	if h.in.ConfirmInDeduct {
+		return nil
+	}
+	return []call{{actConfirm, activities.ConfirmInput{OrderID: h.in.OrderID, SKUs: h.skus()}}}
+}
+
+func (h *harness) skus() []string {
 	skus := make([]string, len(h.in.Lines))
 	for i, l := range h.in.Lines {
 		skus[i] = l.SKU
 	}
-	return []call{{actConfirm, activities.ConfirmInput{OrderID: h.in.OrderID, SKUs: skus}}}
+	return skus
 }
 
 func (h *harness) restoreCall(lines []ordersaga.Line) []call {
@@ -382,6 +396,56 @@ func TestOrderWorkflowPaid(t *testing.T) {
 		h.reserveAll(),
 		h.deductCall(h.payBy()),
 		h.confirmCall(),
+		h.markPaidCall(pay, testStart.Add(time.Minute)),
+	)
+}
+
+// TestOrderWorkflowConfirmsInTheDeduct: the deduct drops the holds of the lines the reserve held in Redis, and
+// only those (a line reserved in the database alone has none); no confirm step follows.
+func TestOrderWorkflowConfirmsInTheDeduct(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.reserve = func(_ context.Context, in activities.LineInput) (ordersaga.ReserveOutcome, error) {
+		if in.SKU == "SKU-B" {
+			return ordersaga.ReservedInDB, nil
+		}
+		return ordersaga.Reserved, nil
+	}
+	pay := h.payment("evt-paid")
+	h.signalPayment(time.Minute, pay)
+
+	got := h.run()
+
+	assert.Equal(t, ordersaga.StatusPaid, got.Status)
+	deduct := activities.DeductInput{DeductInput: ordersaga.DeductInput{
+		OrderID: h.in.OrderID, UserID: h.in.UserID, Currency: h.in.Currency, PayBy: h.payBy(), Lines: h.in.Lines,
+	}, ConfirmHolds: []string{"SKU-A"}}
+	h.assertCalls(
+		h.reserveAll(),
+		[]call{{actDeduct, deduct}},
+		h.markPaidCall(pay, testStart.Add(time.Minute)),
+	)
+}
+
+// TestOrderWorkflowSeparateConfirm: a workflow started without ConfirmInDeduct (as every starter before it
+// did) keeps the confirm step of its own, so its history replays.
+func TestOrderWorkflowSeparateConfirm(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.in.ConfirmInDeduct = false
+	pay := h.payment("evt-paid")
+	h.signalPayment(time.Minute, pay)
+
+	got := h.run()
+
+	assert.Equal(t, ordersaga.StatusPaid, got.Status)
+	deduct := activities.DeductInput{DeductInput: ordersaga.DeductInput{
+		OrderID: h.in.OrderID, UserID: h.in.UserID, Currency: h.in.Currency, PayBy: h.payBy(), Lines: h.in.Lines,
+	}}
+	h.assertCalls(
+		h.reserveAll(),
+		[]call{{actDeduct, deduct}},
+		[]call{{actConfirm, activities.ConfirmInput{OrderID: h.in.OrderID, SKUs: []string{"SKU-A", "SKU-B"}}}},
 		h.markPaidCall(pay, testStart.Add(time.Minute)),
 	)
 }
@@ -1012,9 +1076,8 @@ func TestOrderWorkflowBadInput(t *testing.T) {
 	}
 }
 
-func TestOrderWorkflowSearchAttributes(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
+// recordUpserts records the workflow's search-attribute upserts; the returned func gives them once it ran.
+func (h *harness) recordUpserts() func() []temporal.SearchAttributes {
 	var (
 		mu      sync.Mutex
 		upserts []temporal.SearchAttributes
@@ -1024,16 +1087,15 @@ func TestOrderWorkflowSearchAttributes(t *testing.T) {
 		defer mu.Unlock()
 		upserts = append(upserts, args.Get(0).(temporal.SearchAttributes))
 	}).Return(nil)
-	h.signalPayment(time.Minute, h.payment("evt-sa"))
+	return func() []temporal.SearchAttributes {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]temporal.SearchAttributes(nil), upserts...)
+	}
+}
 
-	got := h.run()
-	require.Equal(t, ordersaga.StatusPaid, got.Status)
-
-	mu.Lock()
-	defer mu.Unlock()
-	var statuses []string
-	var deadlines []time.Time
-	var skus [][]string
+// upserted splits upserts by attribute: the statuses, deadlines and SKU lists set, in order.
+func upserted(upserts []temporal.SearchAttributes) (statuses []string, deadlines []time.Time, skus [][]string) {
 	for _, sa := range upserts {
 		if s, ok := sa.GetKeyword(SAOrderStatus); ok {
 			statuses = append(statuses, s)
@@ -1045,6 +1107,41 @@ func TestOrderWorkflowSearchAttributes(t *testing.T) {
 			skus = append(skus, l)
 		}
 	}
+	return statuses, deadlines, skus
+}
+
+// TestOrderWorkflowSearchAttributesGivenAtStart: a start that carries StartSearchAttributes (as
+// orderclient.Place's does) leaves the workflow nothing to upsert before AWAITING_PAYMENT.
+func TestOrderWorkflowSearchAttributesGivenAtStart(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	require.NoError(t, h.env.SetTypedSearchAttributesOnStart(StartSearchAttributes(h.in)))
+	recorded := h.recordUpserts()
+	h.signalPayment(time.Minute, h.payment("evt-sa"))
+
+	got := h.run()
+	require.Equal(t, ordersaga.StatusPaid, got.Status)
+
+	statuses, deadlines, skus := upserted(recorded())
+	assert.Empty(t, skus, "OrderSKUs came with the start")
+	assert.Equal(t, []string{string(ordersaga.StatusAwaitingPayment), string(ordersaga.StatusPaid)}, statuses)
+	assert.Len(t, deadlines, 1)
+	want := temporal.NewSearchAttributes(SAOrderSKUs.ValueSet([]string{"SKU-A", "SKU-B"}),
+		SAOrderStatus.ValueSet(string(ordersaga.StatusReserving)))
+	assert.Equal(t, want, StartSearchAttributes(h.in), "the start's attributes are what a start without them upserts")
+}
+
+func TestOrderWorkflowSearchAttributes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	recorded := h.recordUpserts()
+	h.signalPayment(time.Minute, h.payment("evt-sa"))
+
+	got := h.run()
+	require.Equal(t, ordersaga.StatusPaid, got.Status)
+
+	upserts := recorded()
+	statuses, deadlines, skus := upserted(upserts)
 	t.Run("skus_set_once_at_start", func(t *testing.T) {
 		assert.Equal(t, [][]string{{"SKU-A", "SKU-B"}}, skus)
 		if assert.NotEmpty(t, upserts) {

@@ -14,13 +14,16 @@ import (
 )
 
 // Place starts the order's workflow (or attaches to the running one: the workflow ID comes from the order
-// ID, so a retry never starts a second saga) and waits until its reservation is decided.
+// ID, so a retry never starts a second saga) and waits until its reservation is decided. It starts the order
+// as this release runs it: its search attributes given at the start, the confirm inside the deduct.
 func Place(ctx context.Context, c client.Client, in workflows.OrderInput) (workflows.Reservation, error) {
+	in.ConfirmInDeduct = true
 	op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       workflows.OrderWorkflowID(in.OrderID),
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes:    workflows.StartSearchAttributes(in),
 	}, workflows.OrderWorkflow, in)
 	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
