@@ -54,8 +54,8 @@ type tenv struct {
 	// placeBefore places as orderclient.Place did before the accepted path lost its first upsert and its
 	// confirm step (no search attributes at start, no ConfirmInDeduct): what that change bought.
 	placeBefore op
-	bare  func(queue string, local bool, upserts int) op
-	close func()
+	bare        func(queue string, local bool, upserts int) op
+	close       func()
 }
 
 // newTEnv starts the workers on c and the stores ("real" or "embedded") of the real one.

@@ -45,8 +45,8 @@ type orderWorkflow struct {
 	// an attempt may have landed after its timeout (the tombstones make that safe).
 	reserveStarted, deductStarted bool
 	// held names the lines whose units the reserve holds in Redis (not those reserved in the database alone).
-	held []string
-	compensated                   bool
+	held        []string
+	compensated bool
 	// payResults remembers what became of each payment event this run has seen (lookups only).
 	payResults map[string]ordersaga.PaymentResult
 }
