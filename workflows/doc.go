@@ -12,7 +12,11 @@
 //	if v == workflow.DefaultVersion { /* the old commands */ } else { /* the new ones */ }
 //
 // One change ID per change, never reused; raise the maximum (2, 3, …) for a later change of the same code, and
-// drop an old branch only once no workflow that took it can still be open. Changes to names, inputs and results
+// drop an old branch only once no workflow that took it can still be open. On the accepted path, where a marker
+// and the search-attribute upsert that GetVersion makes would cost every order more than the change saves, a
+// change may instead branch on what the start event carries: a field of OrderInput the starter sets
+// (ConfirmInDeduct) or the search attributes given with the start. Histories started without them take the old
+// branch on replay, as they did when recorded. Changes to names, inputs and results
 // (api.go) must keep decoding what older releases sent.
 //
 // testdata/histories/<YYYY-MM-DD>-<commit>/ holds, per release, one history of every path (TestReplay replays
