@@ -278,7 +278,10 @@ func benchLocalStack(ctx context.Context, o opts, out io.Writer) ([]pair, error)
 		Comment: fmt.Sprintf("internal/devserver's server on a SQLite file (WAL) as the local stack runs it, %d concurrent Update-with-Start; target also ≥ 100 orders/s", conc)}}
 	lean, before := measurePair(ctx, o, conc, "", "orderclient.Place + real worker", base.place,
 		"the order path before: upsert at start, confirm step", base.placeBefore)
-	pairs = append(pairs, leanPair(lean, before))
+	upsert, bare := measurePair(ctx, o, conc, "", "bare + SAs at start + 1 upsert", base.bare(bareStartSAQueue, true, 1),
+		"bare workflow: 2 no-op local activities + update", base.bare(bareLocalQueue, true, 0))
+	pairs = append(pairs, leanPair(lean, before), pair{Layer: "3 … what the one search-attribute upsert costs", Real: upsert, Limit: bare,
+		Comment: "the bare workflow with the real path's search attributes (OrderStatus/OrderSKUs at start, one upsert of OrderStatus and PaymentDeadline) against the bare workflow without any, same server"})
 	for _, s := range servers[1:] {
 		now, before := measurePair(ctx, o, conc, "", "real path, local stack", base.place, "real path, "+s.name, s.env.place)
 		pairs = append(pairs, pair{Layer: "3 … what leaving " + s.name + " bought", Real: now, Limit: before,
