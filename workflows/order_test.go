@@ -313,13 +313,18 @@ func (h *harness) releaseAll() []call {
 // deductCall is the deduct of every line; with ConfirmInDeduct it drops the holds of every line (the default
 // reserve holds each in Redis).
 func (h *harness) deductCall(payBy time.Time) []call {
-	in := activities.DeductInput{DeductInput: ordersaga.DeductInput{
-		OrderID: h.in.OrderID, UserID: h.in.UserID, Currency: h.in.Currency, PayBy: payBy, Lines: h.in.Lines,
-	}}
+	var held []string
 	if h.in.ConfirmInDeduct {
-		in.ConfirmHolds = h.skus()
+		held = h.skus()
 	}
-	return []call{{actDeduct, in}}
+	return h.deductConfirming(payBy, held)
+}
+
+// deductConfirming is the deduct of every line that drops the holds of the lines held.
+func (h *harness) deductConfirming(payBy time.Time, held []string) []call {
+	return []call{{actDeduct, activities.DeductInput{DeductInput: ordersaga.DeductInput{
+		OrderID: h.in.OrderID, UserID: h.in.UserID, Currency: h.in.Currency, PayBy: payBy, Lines: h.in.Lines,
+	}, ConfirmHolds: held}}}
 }
 
 // confirmCall is the separate confirm step: none with ConfirmInDeduct (the deduct drops the holds).
@@ -400,54 +405,51 @@ func TestOrderWorkflowPaid(t *testing.T) {
 	)
 }
 
-// TestOrderWorkflowConfirmsInTheDeduct: the deduct drops the holds of the lines the reserve held in Redis, and
-// only those (a line reserved in the database alone has none); no confirm step follows.
-func TestOrderWorkflowConfirmsInTheDeduct(t *testing.T) {
+// TestOrderWorkflowConfirm: the deduct drops the holds of the lines the reserve held in Redis, and only those
+// (a line reserved in the database alone has none), with no confirm step after it; a workflow started without
+// ConfirmInDeduct (as every starter before it) keeps the confirm step of its own, so its history replays.
+func TestOrderWorkflowConfirm(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.reserve = func(_ context.Context, in activities.LineInput) (ordersaga.ReserveOutcome, error) {
-		if in.SKU == "SKU-B" {
-			return ordersaga.ReservedInDB, nil
-		}
-		return ordersaga.Reserved, nil
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+		want  func(h *harness) [][]call // the calls between the reserves and the payment
+	}{
+		{
+			name: "in_the_deduct_for_the_lines_held_in_redis",
+			setup: func(h *harness) {
+				h.reserve = func(_ context.Context, in activities.LineInput) (ordersaga.ReserveOutcome, error) {
+					if in.SKU == "SKU-B" {
+						return ordersaga.ReservedInDB, nil
+					}
+					return ordersaga.Reserved, nil
+				}
+			},
+			want: func(h *harness) [][]call { return [][]call{h.deductConfirming(h.payBy(), []string{"SKU-A"})} },
+		},
+		{
+			name:  "a_step_of_its_own_without_ConfirmInDeduct",
+			setup: func(h *harness) { h.in.ConfirmInDeduct = false },
+			want: func(h *harness) [][]call {
+				return [][]call{h.deductConfirming(h.payBy(), nil),
+					{{actConfirm, activities.ConfirmInput{OrderID: h.in.OrderID, SKUs: []string{"SKU-A", "SKU-B"}}}}}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			tc.setup(h)
+			pay := h.payment("evt-paid")
+			h.signalPayment(time.Minute, pay)
+
+			got := h.run()
+
+			assert.Equal(t, ordersaga.StatusPaid, got.Status)
+			steps := append(append([][]call{h.reserveAll()}, tc.want(h)...), h.markPaidCall(pay, testStart.Add(time.Minute)))
+			h.assertCalls(steps...)
+		})
 	}
-	pay := h.payment("evt-paid")
-	h.signalPayment(time.Minute, pay)
-
-	got := h.run()
-
-	assert.Equal(t, ordersaga.StatusPaid, got.Status)
-	deduct := activities.DeductInput{DeductInput: ordersaga.DeductInput{
-		OrderID: h.in.OrderID, UserID: h.in.UserID, Currency: h.in.Currency, PayBy: h.payBy(), Lines: h.in.Lines,
-	}, ConfirmHolds: []string{"SKU-A"}}
-	h.assertCalls(
-		h.reserveAll(),
-		[]call{{actDeduct, deduct}},
-		h.markPaidCall(pay, testStart.Add(time.Minute)),
-	)
-}
-
-// TestOrderWorkflowSeparateConfirm: a workflow started without ConfirmInDeduct (as every starter before it
-// did) keeps the confirm step of its own, so its history replays.
-func TestOrderWorkflowSeparateConfirm(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	h.in.ConfirmInDeduct = false
-	pay := h.payment("evt-paid")
-	h.signalPayment(time.Minute, pay)
-
-	got := h.run()
-
-	assert.Equal(t, ordersaga.StatusPaid, got.Status)
-	deduct := activities.DeductInput{DeductInput: ordersaga.DeductInput{
-		OrderID: h.in.OrderID, UserID: h.in.UserID, Currency: h.in.Currency, PayBy: h.payBy(), Lines: h.in.Lines,
-	}}
-	h.assertCalls(
-		h.reserveAll(),
-		[]call{{actDeduct, deduct}},
-		[]call{{actConfirm, activities.ConfirmInput{OrderID: h.in.OrderID, SKUs: []string{"SKU-A", "SKU-B"}}}},
-		h.markPaidCall(pay, testStart.Add(time.Minute)),
-	)
 }
 
 func TestOrderWorkflowRejected(t *testing.T) {
