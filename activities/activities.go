@@ -70,8 +70,8 @@ type DeductInput struct {
 }
 
 // confirmBudget bounds the confirm that follows a committed deduct in DeductOrder: the deduct's answer does not
-// wait on a slow Redis for longer, since a hold left behind only makes Redis promise less until
-// reconciliation drops it.
+// wait on a slow Redis for longer, since a hold left behind is only bookkeeping until reconciliation, finding
+// the order's deduct standing, confirms it.
 const confirmBudget = 2 * time.Second
 
 // MarkPaidInput applies one payment to one order.
@@ -177,7 +177,7 @@ func (a *Activities) confirm(ctx context.Context, orderID string, skus []string)
 
 // DeductOrder takes every line of the order from the database in one transaction and records the order, then
 // drops the holds of in.ConfirmHolds in Redis: the deduct's answer stands whatever the confirm does (a hold
-// it could not drop within confirmBudget is left to reconciliation).
+// it could not confirm within confirmBudget is left for reconciliation to confirm).
 func (a *Activities) DeductOrder(ctx context.Context, in DeductInput) (ordersaga.DeductResult, error) {
 	if err := ordersaga.CheckStored("deduct", in.OrderID, in.Lines); err != nil {
 		return ordersaga.DeductResult{}, nonRetryable(ErrTypeBadInput, err)
@@ -191,7 +191,7 @@ func (a *Activities) DeductOrder(ctx context.Context, in DeductInput) (ordersaga
 		cctx, cancel := context.WithTimeout(ctx, confirmBudget)
 		defer cancel()
 		if err := a.confirm(cctx, in.OrderID, in.ConfirmHolds); err != nil {
-			activity.GetLogger(ctx).Warn("confirm holds failed; reconciliation will drop them", "order_id", in.OrderID, "error", err)
+			activity.GetLogger(ctx).Warn("confirm holds failed; reconciliation will confirm them", "order_id", in.OrderID, "error", err)
 		}
 	}
 	return res, nil

@@ -53,8 +53,8 @@ type OrderInput struct {
 	// ConfirmInDeduct has the deduct drop the order's Redis holds once it committed, in the same local
 	// activity, instead of a ConfirmLines step of its own (one step fewer on the accepted path). Starters set
 	// it (orderclient.Place); the histories of workflows started before it existed carry false and replay
-	// the separate step. A field of the input rather than a workflow.GetVersion marker, which would cost
-	// every order a marker and a search-attribute upsert more than the step it removes.
+	// the separate step. A field of the input rather than a workflow.GetVersion marker, which would add to
+	// every order a marker and a search-attribute upsert: the commands this change removes.
 	ConfirmInDeduct bool
 }
 
@@ -97,11 +97,16 @@ func StartSearchAttributes(in OrderInput) temporal.SearchAttributes {
 }
 
 func startAttributes(lines []ordersaga.Line) []temporal.SearchAttributeUpdate {
+	return []temporal.SearchAttributeUpdate{SAOrderSKUs.ValueSet(lineSKUs(lines)), SAOrderStatus.ValueSet(string(ordersaga.StatusReserving))}
+}
+
+// lineSKUs lists the lines' SKUs in order.
+func lineSKUs(lines []ordersaga.Line) []string {
 	skus := make([]string, len(lines))
 	for i, l := range lines {
 		skus[i] = l.SKU
 	}
-	return []temporal.SearchAttributeUpdate{SAOrderSKUs.ValueSet(skus), SAOrderStatus.ValueSet(string(ordersaga.StatusReserving))}
+	return skus
 }
 
 // SearchAttributes lists the custom search attributes a namespace must have registered before orders run.

@@ -244,12 +244,8 @@ func (w *orderWorkflow) noteBusinessFailure(err error, sku string) {
 // started without ConfirmInDeduct (the deduct does it since). Failing here is harmless (the hold stays in the
 // holds hash, reconciliation drops it), so the order goes on either way.
 func (w *orderWorkflow) confirm(ctx workflow.Context) {
-	skus := make([]string, len(w.order.Lines))
-	for i, l := range w.order.Lines {
-		skus[i] = l.SKU
-	}
 	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, confirmOptions), acts.ConfirmLines,
-		activities.ConfirmInput{OrderID: w.in.OrderID, SKUs: skus}).Get(ctx, nil)
+		activities.ConfirmInput{OrderID: w.in.OrderID, SKUs: lineSKUs(w.order.Lines)}).Get(ctx, nil)
 	if err != nil {
 		w.logger.Warn("confirm holds failed; reconciliation will drop them", "error", err)
 	}

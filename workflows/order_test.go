@@ -315,7 +315,7 @@ func (h *harness) releaseAll() []call {
 func (h *harness) deductCall(payBy time.Time) []call {
 	var held []string
 	if h.in.ConfirmInDeduct {
-		held = h.skus()
+		held = lineSKUs(h.in.Lines)
 	}
 	return h.deductConfirming(payBy, held)
 }
@@ -332,15 +332,7 @@ func (h *harness) confirmCall() []call {
 	if h.in.ConfirmInDeduct {
 		return nil
 	}
-	return []call{{actConfirm, activities.ConfirmInput{OrderID: h.in.OrderID, SKUs: h.skus()}}}
-}
-
-func (h *harness) skus() []string {
-	skus := make([]string, len(h.in.Lines))
-	for i, l := range h.in.Lines {
-		skus[i] = l.SKU
-	}
-	return skus
+	return []call{{actConfirm, activities.ConfirmInput{OrderID: h.in.OrderID, SKUs: lineSKUs(h.in.Lines)}}}
 }
 
 func (h *harness) restoreCall(lines []ordersaga.Line) []call {
