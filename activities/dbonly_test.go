@@ -130,7 +130,13 @@ func (e *dbOnlyEnv) expire(t *testing.T, order string, qty int64) {
 
 func (e *dbOnlyEnv) reconcile(t *testing.T) activities.ReconcileSummary {
 	t.Helper()
-	rec := &reconcile.Reconciler{Redis: e.rs, Store: e.store, Grace: time.Hour, RunID: "dbonly"}
+	return e.reconcileAfter(t, time.Hour)
+}
+
+// reconcileAfter reconciles the SKU, acting on holds and open orders older than grace.
+func (e *dbOnlyEnv) reconcileAfter(t *testing.T, grace time.Duration) activities.ReconcileSummary {
+	t.Helper()
+	rec := &reconcile.Reconciler{Redis: e.rs, Store: e.store, Grace: grace, RunID: "dbonly"}
 	sum, _, err := rec.SKU(t.Context(), e.sku, sqlstore.ResyncClear)
 	if err != nil {
 		t.Fatal(err)
@@ -424,12 +430,7 @@ func TestDeductOrder_ConfirmsTheHoldsItIsGiven(t *testing.T) {
 	if m := e.marker(t, "o-dbo-10b"); m != "H:2" {
 		t.Errorf("marker after a confirm Redis could not take = %q, want H:2 (left to reconciliation)", m)
 	}
-	rec := &reconcile.Reconciler{Redis: e.rs, Store: e.store, Grace: 0, RunID: "dbo-10"}
-	sum, _, err := rec.SKU(t.Context(), e.sku, sqlstore.ResyncClear)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.HoldsConfirmed != 1 || sum.DriftUnits != 0 {
+	if sum := e.reconcileAfter(t, 0); sum.HoldsConfirmed != 1 || sum.DriftUnits != 0 {
 		t.Errorf("reconciliation = %+v, want the hold left behind confirmed and no drift", sum)
 	}
 	if m := e.marker(t, "o-dbo-10b"); m != "C:2" {

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/workflowservice/v1"
-
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
 	"github.com/ordersaga/ordersaga/internal/platform"
@@ -33,15 +31,7 @@ func TestPlace_AnOrderNoWorkerRanIsSearchableAsReserving(t *testing.T) {
 	}
 
 	query := `OrderStatus = "RESERVING" AND OrderSKUs = "SKU-NW"`
-	var got int64
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		res, err := c.CountWorkflow(t.Context(), &workflowservice.CountWorkflowExecutionsRequest{Query: query})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got = res.GetCount(); got == 1 {
-			return
-		}
+	if got := (&sagatest.Env{Client: c}).CountWorkflows(t, query, 1); got != 1 {
+		t.Fatalf("%s: %d workflows, want the order whose workflow never ran", query, got)
 	}
-	t.Fatalf("%s: %d workflows, want the order whose workflow never ran", query, got)
 }
