@@ -28,14 +28,14 @@ func benchDB(ctx context.Context, o opts) ([]pair, error) {
 			return nil, err
 		}
 		defer drop()
-		p, err := benchStore(ctx, o, "4 DB deduct, one hot SKU (MariaDB)", dsn, "")
+		p, err := benchStore(ctx, o, "4 DB deduct, one hot SKU (MariaDB)", "db-mysql", dsn, "")
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, p...)
 	}
 	if o.sqlite {
-		p, err := benchStore(ctx, o, "4s DB deduct, one hot SKU (SQLite, local stack)", "", filepath.Join(o.tmp, "bench.db"))
+		p, err := benchStore(ctx, o, "4s DB deduct, one hot SKU (SQLite, local stack)", "db-sqlite", "", filepath.Join(o.tmp, "bench.db"))
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +44,7 @@ func benchDB(ctx context.Context, o opts) ([]pair, error) {
 	return out, nil
 }
 
-func benchStore(ctx context.Context, o opts, layer, dsn, path string) ([]pair, error) {
+func benchStore(ctx context.Context, o opts, layer, profile, dsn, path string) ([]pair, error) {
 	store, err := sqlstore.Open(ctx, dsn, path)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func benchStore(ctx context.Context, o opts, layer, dsn, path string) ([]pair, e
 	}
 	conc := o.conc
 	before := store.DeductBatchStats()
-	real, limit := measurePair(ctx, o, conc, "", "Store.Deduct (group commit)", deductWith(store, "-g"), "bare UPDATE … stock >= 1", bare)
+	real, limit := measurePair(ctx, o, conc, profile, "Store.Deduct (group commit)", deductWith(store, "-g"), "bare UPDATE … stock >= 1", bare)
 	after := store.DeductBatchStats()
 	grouped, single := measurePair(ctx, o, conc, "", "Store.Deduct (group commit)", deductWith(store, "-h"), "Store.Deduct, a transaction per deduct", deductWith(alone, "-s"))
 	batches := after.Batches - before.Batches

@@ -93,7 +93,9 @@ func OpenWithPool(ctx context.Context, mysqlDSN, sqlitePath string, pool Pool) (
 		dialect = schema.SQLite
 		dsn := "file:" + sqlitePath + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
 			"&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
-		db, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: dsn}), cfg)
+		pinSQLiteMemory()
+		conns := sql.OpenDB(&stmtCacheConnector{drv: &msqlite.Driver{}, dsn: dsn, size: stmtCacheSize})
+		db, err = gorm.Open(sqlite.New(sqlite.Config{Conn: conns}), cfg)
 		if err == nil {
 			// One writer at a time is SQLite's model; a single connection makes that explicit and keeps
 			// BEGIN IMMEDIATE from spinning on busy timeouts under load.

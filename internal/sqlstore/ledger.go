@@ -78,7 +78,7 @@ func (s *Store) deductTx(tx *gorm.DB, in ordersaga.DeductInput, lines []ordersag
 	now := s.now()
 	limits := make([]int64, len(lines)) // per line, the SKU's per-user limit as read with its price
 	for i, l := range lines {
-		if err := insertLedger(tx, OpDeduct, now, ledgerEntry{in.OrderID, l.SKU, l.Qty}); err != nil {
+		if err := s.insertLedger(tx, OpDeduct, now, ledgerEntry{in.OrderID, l.SKU, l.Qty}); err != nil {
 			if isDuplicate(err) {
 				return s.deductAgain(tx, in.OrderID)
 			}
@@ -106,7 +106,7 @@ func (s *Store) deductTx(tx *gorm.DB, in ordersaga.DeductInput, lines []ordersag
 		OrderID: in.OrderID, UserID: in.UserID, Status: ordersaga.StatusAwaitingPayment,
 		Currency: in.Currency, PayBy: &in.PayBy, Lines: lines,
 	}
-	if err := insertOrder(tx, rec, now); err != nil {
+	if err := s.insertOrder(tx, rec, now); err != nil {
 		if isDuplicate(err) {
 			// The order was closed (rejected) before this deduct ran: it must not take stock.
 			return fmt.Errorf("deduct %s: order already recorded: %w", in.OrderID, ordersaga.ErrCompensated)
@@ -155,14 +155,12 @@ type ledgerEntry struct {
 	Qty          int64
 }
 
-// insertLedger writes ledger rows of one op in one INSERT; a row that exists (UNIQUE (order_id, sku, op))
-// fails the whole statement (isDuplicate).
-func insertLedger(tx *gorm.DB, op string, now time.Time, rows ...ledgerEntry) error {
-	args := make([]any, 0, 5*len(rows))
-	for _, r := range rows {
-		args = append(args, r.OrderID, r.SKU, op, r.Qty, now)
-	}
-	return tx.Exec("INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES "+values(len(rows), 5), args...).Error
+// insertLedger writes ledger rows of one op (rowInserts: one INSERT, or one per row); a row that exists
+// (UNIQUE (order_id, sku, op)) fails it (isDuplicate), and the caller's transaction with it.
+func (s *Store) insertLedger(tx *gorm.DB, op string, now time.Time, rows ...ledgerEntry) error {
+	return s.insertRows(tx, "INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES ", 5, len(rows), func(i int, args []any) []any {
+		return append(args, rows[i].OrderID, rows[i].SKU, op, rows[i].Qty, now)
+	})
 }
 
 // deductAgain decides a deduct whose DEDUCT row already exists, under the order's row lock: the retry of a
@@ -244,7 +242,7 @@ func (s *Store) restoreTx(tx *gorm.DB, orderID string, lines []ordersaga.Line) (
 		if len(deducted) > 0 {
 			qty = deducted[0]
 		}
-		if err := insertLedger(tx, OpRestore, now, ledgerEntry{orderID, l.SKU, qty}); err != nil {
+		if err := s.insertLedger(tx, OpRestore, now, ledgerEntry{orderID, l.SKU, qty}); err != nil {
 			if isDuplicate(err) {
 				out = append(out, ordersaga.RestoreLine{SKU: l.SKU, Duplicate: true})
 				continue

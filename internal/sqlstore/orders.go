@@ -11,30 +11,34 @@ import (
 	"github.com/ordersaga/ordersaga"
 )
 
-func insertOrder(tx *gorm.DB, r ordersaga.OrderRecord, now time.Time) error {
-	return insertOrders(tx, []ordersaga.OrderRecord{r}, now)
+func (s *Store) insertOrder(tx *gorm.DB, r ordersaga.OrderRecord, now time.Time) error {
+	return s.insertOrders(tx, []ordersaga.OrderRecord{r}, now)
 }
 
-// insertOrders records orders and their lines: one multi-row INSERT for the orders, one for the lines. A
-// duplicate order ID fails the whole statement (isDuplicate).
-func insertOrders(tx *gorm.DB, recs []ordersaga.OrderRecord, now time.Time) error {
-	orders := make([]any, 0, 9*len(recs))
-	var lines []any
-	for _, r := range recs {
-		orders = append(orders, r.OrderID, r.UserID, string(r.Status), ordersaga.Amount(r.Lines), r.Currency, r.PayBy,
-			nullable(clip(r.ClosedReason, closedReasonChars)), now, now)
-		for _, l := range r.Lines {
-			lines = append(lines, r.OrderID, l.SKU, l.Qty, l.UnitPriceCents)
-		}
-	}
-	if err := tx.Exec(`INSERT INTO orders (order_id, user_id, status, amount_cents, currency, pay_by, closed_reason, created_at, updated_at)
-		VALUES `+values(len(recs), 9), orders...).Error; err != nil {
+// insertOrders records orders and their lines (rowInserts: one INSERT for the orders and one for the lines,
+// or one per row). A duplicate order ID fails it (isDuplicate), and the caller's transaction with it.
+func (s *Store) insertOrders(tx *gorm.DB, recs []ordersaga.OrderRecord, now time.Time) error {
+	if err := s.insertRows(tx, "INSERT INTO orders (order_id, user_id, status, amount_cents, currency, pay_by, closed_reason, created_at, updated_at) VALUES ",
+		9, len(recs), func(i int, args []any) []any {
+			r := recs[i]
+			return append(args, r.OrderID, r.UserID, string(r.Status), ordersaga.Amount(r.Lines), r.Currency, r.PayBy,
+				nullable(clip(r.ClosedReason, closedReasonChars)), now, now)
+		}); err != nil {
 		return err
 	}
-	if len(lines) == 0 {
-		return nil
+	type line struct {
+		orderID string
+		ordersaga.Line
 	}
-	if err := tx.Exec("INSERT INTO order_lines (order_id, sku, qty, unit_price_cents) VALUES "+values(len(lines)/4, 4), lines...).Error; err != nil {
+	var lines []line
+	for _, r := range recs {
+		for _, l := range r.Lines {
+			lines = append(lines, line{r.OrderID, l})
+		}
+	}
+	if err := s.insertRows(tx, "INSERT INTO order_lines (order_id, sku, qty, unit_price_cents) VALUES ", 4, len(lines), func(i int, args []any) []any {
+		return append(args, lines[i].orderID, lines[i].SKU, lines[i].Qty, lines[i].UnitPriceCents)
+	}); err != nil {
 		return fmt.Errorf("order lines: %w", err)
 	}
 	return nil
@@ -157,7 +161,7 @@ func (s *Store) closeTx(tx *gorm.DB, r ordersaga.OrderRecord) ([]ordersaga.Resto
 	case err != nil:
 		return nil, err
 	case !found:
-		if err := insertOrder(tx, r, now); err != nil {
+		if err := s.insertOrder(tx, r, now); err != nil {
 			if isDuplicate(err) {
 				return nil, errRunAgain // a concurrent first record: decide again under its lock
 			}

@@ -1,0 +1,217 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	msqlite "modernc.org/sqlite"
+
+	"github.com/ordersaga/ordersaga"
+)
+
+// openCached is one SQLite connection with a statement cache of size entries, on a fresh file with a table t
+// of ten rows (n = 1..10).
+func openCached(t *testing.T, size int) (*sql.Conn, func() *cachingConn) {
+	t.Helper()
+	ctx := t.Context()
+	dsn := "file:" + filepath.Join(t.TempDir(), "cache.db") + "?_pragma=journal_mode(WAL)"
+	db := sql.OpenDB(&stmtCacheConnector{drv: &msqlite.Driver{}, dsn: dsn, size: size})
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// A script without arguments runs uncached, all of it.
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE t (n INTEGER); WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10) INSERT INTO t SELECT n FROM c"); err != nil {
+		t.Fatal(err)
+	}
+	return conn, func() *cachingConn {
+		var cc *cachingConn
+		if err := conn.Raw(func(dc any) error { cc = dc.(*cachingConn); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return cc
+	}
+}
+
+func countAbove(t *testing.T, conn *sql.Conn, query string, n int) int {
+	t.Helper()
+	var got int
+	if err := conn.QueryRowContext(context.Background(), query, n).Scan(&got); err != nil {
+		t.Fatalf("%s (%d): %v", query, n, err)
+	}
+	return got
+}
+
+// TestStmtCache_RunsAStatementAgainCompiled: the second run of a text with arguments is a hit and answers for
+// its own arguments; a statement without arguments is never kept.
+func TestStmtCache_RunsAStatementAgainCompiled(t *testing.T) {
+	conn, cache := openCached(t, 4)
+	const q = "SELECT COUNT(*) FROM t WHERE n > ?"
+	if got := countAbove(t, conn, q, 3); got != 7 {
+		t.Fatalf("n > 3: %d rows, want 7", got)
+	}
+	if got := countAbove(t, conn, q, 8); got != 2 {
+		t.Fatalf("n > 8 (the kept statement, new argument): %d rows, want 2", got)
+	}
+	if _, err := conn.ExecContext(t.Context(), "UPDATE t SET n = n + ? WHERE n = ?", 100, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(t.Context(), "UPDATE t SET n = n + ? WHERE n = ?", 100, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := countAbove(t, conn, q, 100); got != 2 {
+		t.Fatalf("after two kept UPDATEs: %d rows above 100, want 2", got)
+	}
+	c := cache()
+	if c.hits != 3 || c.misses != 2 || c.lru.Len() != 2 {
+		t.Fatalf("hits %d, misses %d, kept %d; want 3, 2, 2 (the SELECT run three times, the UPDATE twice; the script not kept)", c.hits, c.misses, c.lru.Len())
+	}
+}
+
+// TestStmtCache_ARunningQueryIsNotReset: while a kept statement's rows are open, the same text runs uncached
+// and the open rows go on from where they were; an evicted statement whose rows are open is finalized when
+// they are closed, and its rows read to the end first.
+func TestStmtCache_ARunningQueryIsNotReset(t *testing.T) {
+	conn, cache := openCached(t, 2)
+	ctx := t.Context()
+	const q = "SELECT n FROM t WHERE n > ? ORDER BY n"
+	rows, err := conn.QueryContext(ctx, q, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []int
+	next := func() {
+		t.Helper()
+		if !rows.Next() {
+			t.Fatalf("rows ended after %v: %v", seen, rows.Err())
+		}
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, n)
+	}
+	next()
+	next()
+	// The same text while its rows are open: answered, and the open rows not disturbed.
+	inner, err := conn.QueryContext(ctx, q, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var innerSeen []int
+	for inner.Next() {
+		var n int
+		if err := inner.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		innerSeen = append(innerSeen, n)
+	}
+	if err := inner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(innerSeen) != 2 || innerSeen[0] != 9 || innerSeen[1] != 10 {
+		t.Fatalf("the same text while its rows were open gave %v, want [9 10]", innerSeen)
+	}
+	// Two other statements evict the open one (size 2).
+	countAbove(t, conn, "SELECT COUNT(*) FROM t WHERE n > ? AND 1", 0)
+	countAbove(t, conn, "SELECT COUNT(*) FROM t WHERE n > ? AND 2", 0)
+	if _, kept := cache().byText[q]; kept {
+		t.Fatal("the open statement is still kept after two newer ones, want evicted (size 2)")
+	}
+	for len(seen) < 10 {
+		next()
+	}
+	if rows.Next() {
+		t.Fatal("more than 10 rows")
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatalf("closing the rows of an evicted statement: %v", err)
+	}
+	for i, n := range seen {
+		if n != i+1 {
+			t.Fatalf("the open rows read %v, want 1..10 in order", seen)
+		}
+	}
+	// The text runs again (compiled anew) and is kept again.
+	if got := countAbove(t, conn, "SELECT COUNT(*) FROM t WHERE n > ?", 5); got != 5 {
+		t.Fatalf("n > 5: %d, want 5", got)
+	}
+}
+
+// TestStmtCache_SeesASchemaChange: a kept statement compiled before ALTER TABLE sees the new column.
+func TestStmtCache_SeesASchemaChange(t *testing.T) {
+	conn, _ := openCached(t, 4)
+	ctx := t.Context()
+	const q = "SELECT * FROM t WHERE n = ?"
+	cols := func() int {
+		rows, err := conn.QueryContext(ctx, q, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		c, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(c)
+	}
+	if n := cols(); n != 1 {
+		t.Fatalf("%d columns, want 1", n)
+	}
+	if _, err := conn.ExecContext(ctx, "ALTER TABLE t ADD COLUMN m INTEGER NOT NULL DEFAULT 7"); err != nil {
+		t.Fatal(err)
+	}
+	if n := cols(); n != 2 {
+		t.Fatalf("after ALTER TABLE: %d columns, want 2", n)
+	}
+}
+
+// TestStore_SQLiteRunsItsStatementsCompiled: the store's SQLite connection keeps the statements of a deduct,
+// and the group commit's row-at-a-time INSERTs run kept (hits grow with the rows, not with the compiles).
+func TestStore_SQLiteRunsItsStatementsCompiled(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, "", filepath.Join(t.TempDir(), "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.SetInventory(ctx, "SKU-C", 100, 5); err != nil {
+		t.Fatal(err)
+	}
+	var ins []ordersaga.DeductInput
+	for i := range 20 {
+		ins = append(ins, ordersaga.DeductInput{OrderID: "o-" + string(rune('a'+i)), UserID: "u", Currency: "CNY",
+			Lines: []ordersaga.Line{{SKU: "SKU-C", Qty: 1}}})
+	}
+	_, errs := s.DeductAsOneBatch(ctx, ins...)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("deduct %d: %v", i, err)
+		}
+	}
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var hits, misses int64
+	if err := conn.Raw(func(dc any) error {
+		c := dc.(*cachingConn)
+		hits, misses = c.hits, c.misses
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// 20 orders: 20 ledger rows, 20 orders, 20 lines, one statement text each.
+	if hits < 57 {
+		t.Fatalf("%d hits, %d misses: want the batch's 60 row INSERTs to run 3 kept statements (at least 57 hits)", hits, misses)
+	}
+}
