@@ -406,29 +406,28 @@ func values(n, cols int) string {
 	return strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 
-// insertRows inserts n rows: head is "INSERT INTO t (columns) VALUES ", each row has cols values, appended to
-// args by row(i, args). MySQL takes them in one statement (one round trip). SQLite, in process, takes one
-// statement per row: its text is the same for every row, so the connection runs it compiled (stmtcache.go),
-// and a one-row INSERT writes no statement journal, which a multi-row INSERT inside a transaction does (a copy
-// of each page it changes, to undo that statement alone on a constraint error): that journal was a third of
-// the CPU of a hot SKU's group commit on SQLite. Either way a duplicate fails the caller's transaction.
+// insertRows inserts n rows in one statement: head is "INSERT INTO t (columns) VALUES ", each row has cols
+// values, appended to args by row(i, args). A row that breaks a constraint (a duplicate: isDuplicate) fails
+// the statement, and:
+//   - one row: the statement alone; the caller's transaction goes on (a deduct and a restore decide a
+//     duplicate of their one ledger row in the same transaction);
+//   - several rows on SQLite: the caller's whole transaction, rolled back (INSERT OR ROLLBACK). A plain
+//     several-row INSERT inside a transaction writes a statement journal (a copy of each page it changes, so
+//     that a constraint error undoes that statement alone), and that journal took a third of the CPU of a hot
+//     SKU's group commit on SQLite; OR ROLLBACK needs none. Every caller of several rows returns the error and
+//     ends its transaction anyway; one that must go on after a failure inserts its rows one at a time.
+//
+// On MySQL several rows fail the statement alone, as one does.
 func (s *Store) insertRows(tx *gorm.DB, head string, cols, n int, row func(i int, args []any) []any) error {
 	if n == 0 {
 		return nil
 	}
-	if s.dialect == schema.MySQL {
-		args := make([]any, 0, cols*n)
-		for i := range n {
-			args = row(i, args)
-		}
-		return tx.Exec(head+values(n, cols), args...).Error
-	}
-	one := head + values(1, cols)
-	args := make([]any, 0, cols)
+	args := make([]any, 0, cols*n)
 	for i := range n {
-		if err := tx.Exec(one, row(i, args[:0])...).Error; err != nil {
-			return err
-		}
+		args = row(i, args)
 	}
-	return nil
+	if n > 1 && s.dialect == schema.SQLite {
+		head = strings.Replace(head, "INSERT INTO", "INSERT OR ROLLBACK INTO", 1)
+	}
+	return tx.Exec(head+values(n, cols), args...).Error
 }

@@ -155,8 +155,8 @@ type ledgerEntry struct {
 	Qty          int64
 }
 
-// insertLedger writes ledger rows of one op (rowInserts: one INSERT, or one per row); a row that exists
-// (UNIQUE (order_id, sku, op)) fails it (isDuplicate), and the caller's transaction with it.
+// insertLedger writes ledger rows of one op in one INSERT; a row that exists (UNIQUE (order_id, sku, op))
+// fails it (isDuplicate), and with several rows on SQLite the whole transaction (insertRows).
 func (s *Store) insertLedger(tx *gorm.DB, op string, now time.Time, rows ...ledgerEntry) error {
 	return s.insertRows(tx, "INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES ", 5, len(rows), func(i int, args []any) []any {
 		return append(args, rows[i].OrderID, rows[i].SKU, op, rows[i].Qty, now)

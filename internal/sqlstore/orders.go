@@ -15,8 +15,8 @@ func (s *Store) insertOrder(tx *gorm.DB, r ordersaga.OrderRecord, now time.Time)
 	return s.insertOrders(tx, []ordersaga.OrderRecord{r}, now)
 }
 
-// insertOrders records orders and their lines (rowInserts: one INSERT for the orders and one for the lines,
-// or one per row). A duplicate order ID fails it (isDuplicate), and the caller's transaction with it.
+// insertOrders records orders and their lines: one INSERT for the orders, one for the lines. A duplicate
+// order ID fails it (isDuplicate), and with several rows on SQLite the whole transaction (insertRows).
 func (s *Store) insertOrders(tx *gorm.DB, recs []ordersaga.OrderRecord, now time.Time) error {
 	if err := s.insertRows(tx, "INSERT INTO orders (order_id, user_id, status, amount_cents, currency, pay_by, closed_reason, created_at, updated_at) VALUES ",
 		9, len(recs), func(i int, args []any) []any {

@@ -23,8 +23,9 @@ import (
 // statement by itself when the schema changed under it.
 
 // stmtCacheSize is the most statements a connection keeps compiled: the store has a few dozen texts, and the
-// group commit's reads of a batch's orders (an IN list) one per batch size.
-const stmtCacheSize = 128
+// group commit four per batch size (its read of the batch's orders, an IN list, and the INSERTs of their
+// ledger rows, orders and lines), up to DefaultDeductBatch sizes: about 300, a few MB of compiled programs.
+const stmtCacheSize = 512
 
 // sqliteConn is what the store needs of a modernc.org/sqlite connection.
 type sqliteConn interface {

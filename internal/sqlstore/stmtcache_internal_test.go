@@ -3,9 +3,11 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 
+	"gorm.io/gorm"
 	msqlite "modernc.org/sqlite"
 
 	"github.com/ordersaga/ordersaga"
@@ -170,48 +172,114 @@ func TestStmtCache_SeesASchemaChange(t *testing.T) {
 	}
 }
 
-// TestStore_SQLiteRunsItsStatementsCompiled: the store's SQLite connection keeps the statements of a deduct,
-// and the group commit's row-at-a-time INSERTs run kept (hits grow with the rows, not with the compiles).
+// TestStore_SQLiteRunsItsStatementsCompiled: the store's SQLite connection keeps the statements of the group
+// commit: a second batch of the same size compiles nothing.
 func TestStore_SQLiteRunsItsStatementsCompiled(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(ctx, "", filepath.Join(t.TempDir(), "store.db"))
+	s := openSQLiteStore(t)
+	if err := s.SetInventory(ctx, "SKU-C", 100, 5); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(prefix string) {
+		t.Helper()
+		var ins []ordersaga.DeductInput
+		for i := range 20 {
+			ins = append(ins, ordersaga.DeductInput{OrderID: fmt.Sprintf("%s-%d", prefix, i), UserID: "u", Currency: "CNY",
+				Lines: []ordersaga.Line{{SKU: "SKU-C", Qty: 1}}})
+		}
+		_, errs := s.DeductAsOneBatch(ctx, ins...)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("deduct %d of batch %s: %v", i, prefix, err)
+			}
+		}
+	}
+	counts := func() (hits, misses int64) {
+		t.Helper()
+		sqlDB, err := s.db.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := sqlDB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if err := conn.Raw(func(dc any) error {
+			c := dc.(*cachingConn)
+			hits, misses = c.hits, c.misses
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return hits, misses
+	}
+	batch("a")
+	hits1, misses1 := counts()
+	batch("b")
+	hits2, misses2 := counts()
+	if misses2 != misses1 || hits2-hits1 < 6 {
+		t.Fatalf("the second batch of 20: %d statements compiled, %d run kept; want 0 compiled, at least 6 kept (its reads, INSERTs, UPDATE)",
+			misses2-misses1, hits2-hits1)
+	}
+}
+
+func openSQLiteStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), "", filepath.Join(t.TempDir(), "store.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.SetInventory(ctx, "SKU-C", 100, 5); err != nil {
-		t.Fatal(err)
-	}
-	var ins []ordersaga.DeductInput
-	for i := range 20 {
-		ins = append(ins, ordersaga.DeductInput{OrderID: "o-" + string(rune('a'+i)), UserID: "u", Currency: "CNY",
-			Lines: []ordersaga.Line{{SKU: "SKU-C", Qty: 1}}})
-	}
-	_, errs := s.DeductAsOneBatch(ctx, ins...)
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("deduct %d: %v", i, err)
-		}
-	}
-	sqlDB, err := s.db.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := sqlDB.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var hits, misses int64
-	if err := conn.Raw(func(dc any) error {
-		c := dc.(*cachingConn)
-		hits, misses = c.hits, c.misses
-		return nil
+	return s
+}
+
+// TestInsertRows_WhatADuplicateLeaves: on SQLite a duplicate among several rows rolls back the caller's whole
+// transaction (the rows it wrote before are gone), and a duplicate of one row fails that statement alone (the
+// transaction goes on and commits what it wrote, as a deduct and a restore rely on).
+func TestInsertRows_WhatADuplicateLeaves(t *testing.T) {
+	ctx := t.Context()
+	s := openSQLiteStore(t)
+	now := s.now()
+	if err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
+		return s.insertLedger(tx, OpDeduct, now, ledgerEntry{"dup", "S", 1})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// 20 orders: 20 ledger rows, 20 orders, 20 lines, one statement text each.
-	if hits < 57 {
-		t.Fatalf("%d hits, %d misses: want the batch's 60 row INSERTs to run 3 kept statements (at least 57 hits)", hits, misses)
+	ledgerRows := func(orderID string) int64 {
+		var n int64
+		if err := s.db.Raw("SELECT COUNT(*) FROM stock_ledger WHERE order_id = ?", orderID).Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
+		if err := s.insertLedger(tx, OpDeduct, now, ledgerEntry{"before", "S", 1}); err != nil {
+			return err
+		}
+		err := s.insertLedger(tx, OpDeduct, now, ledgerEntry{"fresh", "S", 1}, ledgerEntry{"dup", "S", 1})
+		if !isDuplicate(err) {
+			t.Errorf("several rows, one a duplicate: %v, want a duplicate", err)
+		}
+		return err
+	})
+	if err == nil {
+		t.Fatal("the transaction committed after a failed insert")
+	}
+	if n := ledgerRows("before") + ledgerRows("fresh"); n != 0 {
+		t.Fatalf("%d rows of the failed transaction stand, want 0", n)
+	}
+
+	if err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
+		if err := s.insertLedger(tx, OpDeduct, now, ledgerEntry{"dup", "S", 1}); !isDuplicate(err) {
+			t.Errorf("one row, a duplicate: %v, want a duplicate", err)
+		}
+		return s.insertLedger(tx, OpDeduct, now, ledgerEntry{"after", "S", 1})
+	}); err != nil {
+		t.Fatalf("a transaction that went on after a duplicate of one row: %v", err)
+	}
+	if n := ledgerRows("after"); n != 1 {
+		t.Fatalf("the row written after a one-row duplicate: %d, want 1", n)
 	}
 }
