@@ -127,9 +127,12 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.R
 }
 
 // failNotLoaded is the reserve of a SKU that Redis has no counter for and that could not be loaded: it fails
-// closed (never sells), retryably.
+// closed (never sells), retryably. Each attempt logs its whole error: the workflow only hears the last
+// attempt's, and when the reserve's schedule-to-close bound cuts that attempt short it is the deadline's, not
+// the store's.
 func failNotLoaded(ctx context.Context, in LineInput, err error) error {
-	activity.GetLogger(ctx).Warn("sku not loaded in redis; failing closed", "sku", in.SKU, "order_id", in.OrderID)
+	activity.GetLogger(ctx).Warn("sku not loaded in redis; failing closed", "sku", in.SKU, "order_id", in.OrderID,
+		"error", err)
 	return temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeNotLoaded, err, in.SKU)
 }
 
