@@ -46,9 +46,10 @@ type Deps struct {
 	// RedisDownFallback places orders through the database alone while Redis is unreachable
 	// (RESERVE_DB_FALLBACK; the processes set it from the configuration): false answers 503 then.
 	RedisDownFallback bool
-	// MaxPlacing bounds the Update-with-Start calls in flight (PLACE_CONCURRENCY; 0 = 64).
+	// MaxPlacing bounds the Update-with-Start calls in flight (PLACE_CONCURRENCY; 0 = placement.DefaultMaxPlacing).
 	MaxPlacing int
-	// MaxQueued bounds the new keys' placements waiting for one of those calls (PLACE_QUEUE; 0 = 64).
+	// MaxQueued bounds the new keys' placements waiting for one of those calls (PLACE_QUEUE; 0 =
+	// placement.DefaultMaxQueued).
 	MaxQueued int
 	// WebhookSecrets verify Payment-Signature (PAYMENT_WEBHOOK_SECRET); AdminToken guards the inventory
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.

@@ -47,11 +47,11 @@ type Config struct {
 	IdempotencyRetention time.Duration // IDEMPOTENCY_RETENTION (default 24h)
 	// PlaceConcurrency bounds the order API's Update-with-Start calls in flight per process; placements past it
 	// wait for one to end (placement.Config.MaxPlacing).
-	PlaceConcurrency int // PLACE_CONCURRENCY (default 64)
+	PlaceConcurrency int // PLACE_CONCURRENCY (default 48)
 	// PlaceQueue bounds the placements of new keys that wait for one of those calls per process; a request
 	// past it waits up to placement.DefaultBusyWait for a place, then is answered 503 before anything is done
 	// (placement.Config.MaxQueued).
-	PlaceQueue int // PLACE_QUEUE (default 64)
+	PlaceQueue int // PLACE_QUEUE (default 16)
 	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
 	MetricsAddr string // METRICS_ADDR
 	// Traces: OpenTelemetry tracing is on when either is set (platform.StartTracing). The OTLP exporter reads
@@ -93,8 +93,8 @@ var defaults = Config{
 	HTTPAddr:             "127.0.0.1:8080",
 	ReserveDBFallback:    true,
 	IdempotencyRetention: 24 * time.Hour,
-	PlaceConcurrency:     64,
-	PlaceQueue:           64,
+	PlaceConcurrency:     48, // placement.DefaultMaxPlacing (internal/apiprocess: TestConfigDefaultsAreThePlacementService)
+	PlaceQueue:           16, // placement.DefaultMaxQueued
 	MySQLMaxOpenConns:    64,
 	MySQLMaxIdleConns:    64,
 	MySQLConnMaxLifetime: 30 * time.Minute,

@@ -132,15 +132,15 @@ func TestFromEnv_IdempotencyRetention(t *testing.T) {
 func TestFromEnv_PlaceConcurrency(t *testing.T) {
 	t.Parallel()
 	d, err := config.FromEnv(env(nil))
-	if err != nil || d.PlaceConcurrency != 64 {
-		t.Errorf("default PLACE_CONCURRENCY %d %v, want 64", d.PlaceConcurrency, err)
+	if err != nil || d.PlaceConcurrency != 48 {
+		t.Errorf("default PLACE_CONCURRENCY %d %v, want 48", d.PlaceConcurrency, err)
 	}
 	c, err := config.FromEnv(env(map[string]string{"PLACE_CONCURRENCY": "8"}))
 	if err != nil || c.PlaceConcurrency != 8 {
 		t.Errorf("PLACE_CONCURRENCY=8: %d %v", c.PlaceConcurrency, err)
 	}
-	if d.PlaceQueue != 64 {
-		t.Errorf("default PLACE_QUEUE %d, want 64", d.PlaceQueue)
+	if d.PlaceQueue != 16 {
+		t.Errorf("default PLACE_QUEUE %d, want 16", d.PlaceQueue)
 	}
 	c, err = config.FromEnv(env(map[string]string{"PLACE_QUEUE": "16"}))
 	if err != nil || c.PlaceQueue != 16 {
