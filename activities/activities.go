@@ -117,7 +117,7 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.R
 	r := reconcile.Reserver{Redis: a.Redis, Store: a.Store, DBFallback: a.DBFallback, Metrics: a.Metrics, State: &a.fallback}
 	out, err := r.Reserve(ctx, in.OrderID, in.UserID, in.SKU, in.Qty)
 	if errors.Is(err, ordersaga.ErrNotLoaded) {
-		return "", failNotLoaded(ctx, in, err)
+		return "", failNotLoaded(in, err)
 	}
 	if err != nil {
 		return "", businessError(err)
@@ -127,12 +127,10 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.R
 }
 
 // failNotLoaded is the reserve of a SKU that Redis has no counter for and that could not be loaded: it fails
-// closed (never sells), retryably. Each attempt logs its whole error: the workflow only hears the last
-// attempt's, and when the reserve's schedule-to-close bound cuts that attempt short it is the deadline's, not
-// the store's.
-func failNotLoaded(ctx context.Context, in LineInput, err error) error {
-	activity.GetLogger(ctx).Warn("sku not loaded in redis; failing closed", "sku", in.SKU, "order_id", in.OrderID,
-		"error", err)
+// closed (never sells), retryably. Each failed attempt is logged with its whole error by the worker
+// (platform.LocalActivityFailures): the workflow only hears the last attempt's, and when the reserve's
+// schedule-to-close bound cuts that attempt short it is the deadline's, not the store's.
+func failNotLoaded(in LineInput, err error) error {
 	return temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeNotLoaded, err, in.SKU)
 }
 

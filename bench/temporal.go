@@ -80,9 +80,7 @@ func newTEnv(ctx context.Context, o opts, c client.Client, stores string) (*tenv
 		return nil, err
 	}
 	acts := &activities.Activities{Redis: rs, Store: store}
-	w := worker.New(c, workflows.TaskQueue, workerOptions(o))
-	workflows.Register(w, acts)
-	workers = append(workers, w)
+	workers = append(workers, platform.NewWorker(c, acts, workerOptions(o)))
 	for _, q := range []string{bareLocalQueue, bareRemoteQueue, bareUpsertQueue, bareStartSAQueue} {
 		w := worker.New(c, q, workerOptions(o))
 		w.RegisterWorkflow(BareOrderWorkflow)

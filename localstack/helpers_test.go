@@ -10,30 +10,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer the stack writes to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // ports are the listeners of one stack, on free ports.
 type ports struct {
@@ -79,8 +60,8 @@ func storeEnv(tb testing.TB) map[string]string {
 // running is a stack started by run in this process.
 type running struct {
 	api, ui string
-	stdout  *syncBuffer
-	stderr  *syncBuffer
+	stdout  *testenv.SyncBuffer
+	stderr  *testenv.SyncBuffer
 	cancel  context.CancelFunc
 	done    chan error
 }
@@ -91,7 +72,7 @@ func startStack(tb testing.TB, args []string, env map[string]string, p ports) *r
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{
 		api: fmt.Sprintf("http://%s:%d", localIP, p.http), ui: fmt.Sprintf("http://%s:%d", localIP, p.ui),
-		stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1),
+		stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}, cancel: cancel, done: make(chan error, 1),
 	}
 	go func() { r.done <- run(ctx, args, func(k string) string { return env[k] }, r.stdout, r.stderr) }()
 	tb.Cleanup(func() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/devserver"
+	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/internal/webhook"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -208,7 +209,7 @@ func TestLocalStackNamesATakenPortAndItsFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.SyncBuffer
 	err = run(t.Context(), p.args(t.TempDir()), func(string) string { return "" }, &stdout, &stderr)
 	var inUse *devserver.PortInUseError
 	if !errors.As(err, &inUse) {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -184,11 +185,20 @@ func NewActivities(c client.Client, rs *redisstock.Store, st *sqlstore.Store, cf
 		CleanupMetrics: cm}, nil
 }
 
-// StartWorker builds and starts the order worker on c: every workflow of workflows/ and acts registered on
-// the task queue (the worker command, the local stack and the tests' saga all start it here).
-func StartWorker(c client.Client, acts *activities.Activities, opts worker.Options) (worker.Worker, error) {
+// NewWorker builds the order worker on c: every workflow of workflows/ and acts registered on the task
+// queue, every failed attempt of a local activity logged (LocalActivityFailures, innermost after opts'
+// interceptors).
+func NewWorker(c client.Client, acts *activities.Activities, opts worker.Options) worker.Worker {
+	opts.Interceptors = append(append([]interceptor.WorkerInterceptor(nil), opts.Interceptors...), &LocalActivityFailures{})
 	w := worker.New(c, workflows.TaskQueue, opts)
 	workflows.Register(w, acts)
+	return w
+}
+
+// StartWorker builds (NewWorker) and starts the order worker on c. The worker command, the local stack and
+// the tests' saga all start it here; the benchmark builds it with NewWorker.
+func StartWorker(c client.Client, acts *activities.Activities, opts worker.Options) (worker.Worker, error) {
+	w := NewWorker(c, acts, opts)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
