@@ -11,10 +11,10 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -50,7 +50,7 @@ func TestRun_PrintsTheSummaryAndTheAnomalies(t *testing.T) {
 		VALUES ('cmd-e1', 'cmd-o1', 500, 'CNY', 'applied', ?)`, now).Error; err != nil {
 		t.Fatal(err)
 	}
-	srv := temporaltest.NewServer(temporaltest.WithT(t))
+	srv := sagatest.NewServer(t)
 	srv.NewWorker(workflows.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r, &activities.Activities{Redis: rs, Store: store})
 	})

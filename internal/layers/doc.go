@@ -18,4 +18,8 @@
 //
 // A package that is not in the test's table fails the test: add it there and give it a doc.go that says what
 // it may import. Only direct imports are checked: workflows imports activities, which imports go-redis.
+//
+// calls_test.go reads the source for one rule imports cannot say: tests start the in-process Temporal server
+// through sagatest.NewServer, never temporaltest.NewServer directly (sagatest starts it again when a port it
+// picked was taken meanwhile).
 package layers

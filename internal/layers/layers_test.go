@@ -19,7 +19,10 @@ const module = "github.com/ordersaga/ordersaga"
 type pkg struct {
 	ImportPath   string
 	Name         string
+	Dir          string
 	GoFiles      []string
+	TestGoFiles  []string
+	XTestGoFiles []string
 	Imports      []string // non-test files
 	TestImports  []string // _test.go files of the package itself
 	XTestImports []string // _test.go files of package x_test
@@ -412,7 +415,7 @@ func listPackages(t *testing.T) []pkg {
 		t.Fatalf("the go tool is needed to list the imports: %v", err)
 	}
 	cmd := exec.Command(goTool, "list", "-e",
-		"-json=ImportPath,Name,GoFiles,Imports,TestImports,XTestImports,Error", module+"/...")
+		"-json=ImportPath,Name,Dir,GoFiles,TestGoFiles,XTestGoFiles,Imports,TestImports,XTestImports,Error", module+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

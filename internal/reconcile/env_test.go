@@ -3,7 +3,6 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -14,9 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
@@ -26,6 +23,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 	"github.com/ordersaga/ordersaga/workflows"
@@ -34,7 +32,6 @@ import (
 // env is a running saga with reconciliation: the in-process Temporal server, the test's stores, and a worker
 // whose activities have the workflow probe, metrics and (optionally) the Redis-down fallback.
 type env struct {
-	srv   *temporaltest.TestServer
 	c     client.Client
 	store *sqlstore.Store
 	rs    *redisstock.Store
@@ -49,16 +46,14 @@ type envOptions struct {
 
 func startEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	srv := temporaltest.NewServer(temporaltest.WithT(t),
-		temporaltest.WithBaseClientOptions(client.Options{Logger: tlog.NewStructuredLogger(logger)}))
+	srv := sagatest.NewServer(t)
 	c := srv.GetDefaultClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := platform.RegisterSearchAttributes(ctx, c, srv.GetDefaultNamespace()); err != nil {
 		t.Fatalf("register search attributes: %v", err)
 	}
-	e := &env{srv: srv, c: c, store: testenv.MustOpenStore(t), rs: o.redis, reg: prometheus.NewRegistry()}
+	e := &env{c: c, store: testenv.MustOpenStore(t), rs: o.redis, reg: prometheus.NewRegistry()}
 	if e.rs == nil {
 		e.rs = testenv.MustOpenRedis(t)
 	}
