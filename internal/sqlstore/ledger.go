@@ -158,7 +158,7 @@ type ledgerEntry struct {
 // insertLedger writes ledger rows of one op in one INSERT; a row that exists (UNIQUE (order_id, sku, op))
 // fails it (isDuplicate), and with several rows on SQLite the whole transaction (insertRows).
 func (s *Store) insertLedger(tx *gorm.DB, op string, now time.Time, rows ...ledgerEntry) error {
-	return s.insertRows(tx, "INSERT INTO stock_ledger (order_id, sku, op, qty, created_at) VALUES ", 5, len(rows), func(i int, args []any) []any {
+	return s.insertRows(tx, "stock_ledger", []string{"order_id", "sku", "op", "qty", "created_at"}, len(rows), func(i int, args []any) []any {
 		return append(args, rows[i].OrderID, rows[i].SKU, op, rows[i].Qty, now)
 	})
 }

@@ -18,8 +18,8 @@ func (s *Store) insertOrder(tx *gorm.DB, r ordersaga.OrderRecord, now time.Time)
 // insertOrders records orders and their lines: one INSERT for the orders, one for the lines. A duplicate
 // order ID fails it (isDuplicate), and with several rows on SQLite the whole transaction (insertRows).
 func (s *Store) insertOrders(tx *gorm.DB, recs []ordersaga.OrderRecord, now time.Time) error {
-	if err := s.insertRows(tx, "INSERT INTO orders (order_id, user_id, status, amount_cents, currency, pay_by, closed_reason, created_at, updated_at) VALUES ",
-		9, len(recs), func(i int, args []any) []any {
+	if err := s.insertRows(tx, "orders", []string{"order_id", "user_id", "status", "amount_cents", "currency", "pay_by", "closed_reason", "created_at", "updated_at"},
+		len(recs), func(i int, args []any) []any {
 			r := recs[i]
 			return append(args, r.OrderID, r.UserID, string(r.Status), ordersaga.Amount(r.Lines), r.Currency, r.PayBy,
 				nullable(clip(r.ClosedReason, closedReasonChars)), now, now)
@@ -36,7 +36,7 @@ func (s *Store) insertOrders(tx *gorm.DB, recs []ordersaga.OrderRecord, now time
 			lines = append(lines, line{r.OrderID, l})
 		}
 	}
-	if err := s.insertRows(tx, "INSERT INTO order_lines (order_id, sku, qty, unit_price_cents) VALUES ", 4, len(lines), func(i int, args []any) []any {
+	if err := s.insertRows(tx, "order_lines", []string{"order_id", "sku", "qty", "unit_price_cents"}, len(lines), func(i int, args []any) []any {
 		return append(args, lines[i].orderID, lines[i].SKU, lines[i].Qty, lines[i].UnitPriceCents)
 	}); err != nil {
 		return fmt.Errorf("order lines: %w", err)

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	msqlite "modernc.org/sqlite"
@@ -281,5 +284,92 @@ func TestInsertRows_WhatADuplicateLeaves(t *testing.T) {
 	}
 	if n := ledgerRows("after"); n != 1 {
 		t.Fatalf("the row written after a one-row duplicate: %d, want 1", n)
+	}
+}
+
+// TestInsertRows_SharedValuesBoundOnce: on SQLite a value that every row of a several-row INSERT holds is bound
+// once and repeated by number, and the rows read back exactly as rows inserted one at a time (the same text for
+// times, NULLs where nil, each row's own values where they differ).
+func TestInsertRows_SharedValuesBoundOnce(t *testing.T) {
+	ctx := t.Context()
+	s := openSQLiteStore(t)
+	now := s.now()
+	payBy := now.Add(time.Hour)
+	later := payBy.Add(time.Second)
+	recs := func(prefix string) []ordersaga.OrderRecord {
+		a, b := payBy, payBy // the same time behind two pointers: another value to ==, bound per row
+		return []ordersaga.OrderRecord{
+			{OrderID: prefix + "1", UserID: "u1", Status: ordersaga.StatusAwaitingPayment, Currency: "CNY", PayBy: &a,
+				Lines: []ordersaga.Line{{SKU: "S", Qty: 1, UnitPriceCents: 500}}},
+			{OrderID: prefix + "2", UserID: "u2", Status: ordersaga.StatusAwaitingPayment, Currency: "CNY", PayBy: &b,
+				Lines: []ordersaga.Line{{SKU: "S", Qty: 2, UnitPriceCents: 500}}},
+			{OrderID: prefix + "3", UserID: "u1", Status: ordersaga.StatusAwaitingPayment, Currency: "CNY", PayBy: &later,
+				Lines: []ordersaga.Line{{SKU: "S", Qty: 1, UnitPriceCents: 500}}},
+		}
+	}
+	if err := s.ledgerTx(ctx, func(tx *gorm.DB) error {
+		if err := s.insertOrders(tx, recs("many-"), now); err != nil {
+			return err
+		}
+		for _, r := range recs("one-") {
+			if err := s.insertOrder(tx, r, now); err != nil {
+				return err
+			}
+		}
+		if err := s.insertLedger(tx, OpDeduct, now, ledgerEntry{"many-1", "S", 1}, ledgerEntry{"many-2", "S", 2}); err != nil {
+			return err
+		}
+		if err := s.insertLedger(tx, OpDeduct, now, ledgerEntry{"one-1", "S", 1}); err != nil {
+			return err
+		}
+		return s.insertLedger(tx, OpDeduct, now, ledgerEntry{"one-2", "S", 2})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(q, prefix string) []string {
+		t.Helper()
+		rows, err := s.db.Raw(q, prefix+"%").Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		var out []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%q", vals))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, q := range []string{
+		`SELECT substr(order_id, instr(order_id, '-')), user_id, status, amount_cents, currency, CAST(pay_by AS TEXT), typeof(pay_by),
+			closed_reason, CAST(created_at AS TEXT), CAST(updated_at AS TEXT) FROM orders WHERE order_id LIKE ? ORDER BY order_id`,
+		`SELECT substr(order_id, instr(order_id, '-')), sku, qty, unit_price_cents FROM order_lines WHERE order_id LIKE ? ORDER BY order_id`,
+		`SELECT substr(order_id, instr(order_id, '-')), sku, op, qty, CAST(created_at AS TEXT), typeof(created_at) FROM stock_ledger WHERE order_id LIKE ? ORDER BY order_id`,
+	} {
+		many, one := read(q, "many-"), read(q, "one-")
+		if len(many) == 0 || !slices.Equal(many, one) {
+			t.Errorf("%s\nseveral rows in one INSERT:\n%s\none INSERT per row:\n%s", q, strings.Join(many, "\n"), strings.Join(one, "\n"))
+		}
+	}
+
+	// What is bound: the columns every row shares once, the others per row.
+	cols := []string{"order_id", "sku", "op", "qty", "created_at"}
+	args := []any{"a", "S", OpDeduct, int64(1), now, "b", "S", OpDeduct, int64(2), now, "c", "S", OpDeduct, int64(1), now}
+	q, bound := sqliteRowsInsert("stock_ledger", cols, 3, args)
+	wantQ := "INSERT OR ROLLBACK INTO stock_ledger (sku, op, created_at, order_id, qty) VALUES (?1, ?2, ?3, ?, ?), (?1, ?2, ?3, ?, ?), (?1, ?2, ?3, ?, ?)"
+	wantArgs := []any{"S", OpDeduct, now, "a", int64(1), "b", int64(2), "c", int64(1)}
+	if q != wantQ || !slices.Equal(bound, wantArgs) {
+		t.Errorf("got %s %v\nwant %s %v", q, bound, wantQ, wantArgs)
 	}
 }
