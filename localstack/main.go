@@ -19,7 +19,7 @@ import (
 )
 
 func main() {
-	setStackProcs(os.Getenv)
+	setStackRuntime(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// The first Ctrl-C stops the stack cleanly; a second one kills it the default way.

@@ -26,3 +26,22 @@ func TestStackProcs(t *testing.T) {
 		}
 	}
 }
+
+func TestStackGC(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(name string) string {
+			if name == "GOGC" {
+				return v
+			}
+			return ""
+		}
+	}
+	if got := stackGC(env("")); got != stackGCPercent {
+		t.Errorf("GOGC unset: %d, want %d", got, stackGCPercent)
+	}
+	for _, v := range []string{"100", "off"} {
+		if got := stackGC(env(v)); got != 0 {
+			t.Errorf("GOGC=%s: %d, want 0 (the user's GOGC stands)", v, got)
+		}
+	}
+}
