@@ -2,15 +2,20 @@ package main
 
 import "testing"
 
-func TestStackProcs(t *testing.T) {
-	env := func(v string) func(string) string {
-		return func(name string) string {
-			if name == "GOMAXPROCS" {
+// oneVar is an environment with name set to v (when v is not empty) and nothing else.
+func oneVar(name string) func(v string) func(string) string {
+	return func(v string) func(string) string {
+		return func(n string) string {
+			if n == name {
 				return v
 			}
 			return ""
 		}
 	}
+}
+
+func TestStackProcs(t *testing.T) {
+	env := oneVar("GOMAXPROCS")
 	for _, c := range []struct {
 		gomaxprocs string
 		cpus, want int
@@ -28,14 +33,7 @@ func TestStackProcs(t *testing.T) {
 }
 
 func TestStackGC(t *testing.T) {
-	env := func(v string) func(string) string {
-		return func(name string) string {
-			if name == "GOGC" {
-				return v
-			}
-			return ""
-		}
-	}
+	env := oneVar("GOGC")
 	if got := stackGC(env("")); got != stackGCPercent {
 		t.Errorf("GOGC unset: %d, want %d", got, stackGCPercent)
 	}
