@@ -23,8 +23,9 @@ import (
 // statement by itself when the schema changed under it.
 
 // stmtCacheSize is the most statements a connection keeps compiled: the store has a few dozen texts, and the
-// group commit four per batch size (its read of the batch's orders, an IN list, and the INSERTs of their
-// ledger rows, orders and lines), up to DefaultDeductBatch sizes: about 300, a few MB of compiled programs.
+// group commit's INSERTs of its ledger rows, orders and lines have one per batch size (up to
+// DefaultDeductBatch) and set of columns its rows share (sqliteRowsInsert: in a batch of one SKU, about two
+// each, as the quantities are all 1 or not): about 400, a few MB of compiled programs.
 const stmtCacheSize = 512
 
 // sqliteConn is what the store needs of a modernc.org/sqlite connection.
