@@ -3,19 +3,16 @@ package main
 import "testing"
 
 // oneVar is an environment with name set to v (when v is not empty) and nothing else.
-func oneVar(name string) func(v string) func(string) string {
-	return func(v string) func(string) string {
-		return func(n string) string {
-			if n == name {
-				return v
-			}
-			return ""
+func oneVar(name, v string) func(string) string {
+	return func(n string) string {
+		if n == name {
+			return v
 		}
+		return ""
 	}
 }
 
 func TestStackProcs(t *testing.T) {
-	env := oneVar("GOMAXPROCS")
 	for _, c := range []struct {
 		gomaxprocs string
 		cpus, want int
@@ -26,19 +23,18 @@ func TestStackProcs(t *testing.T) {
 		{"", 0, 4},
 		{"3", 2, 0}, // the user's GOMAXPROCS stands
 	} {
-		if got := stackProcs(env(c.gomaxprocs), c.cpus); got != c.want {
+		if got := stackProcs(oneVar("GOMAXPROCS", c.gomaxprocs), c.cpus); got != c.want {
 			t.Errorf("GOMAXPROCS=%q, %d CPUs: %d, want %d", c.gomaxprocs, c.cpus, got, c.want)
 		}
 	}
 }
 
 func TestStackGC(t *testing.T) {
-	env := oneVar("GOGC")
-	if got := stackGC(env("")); got != stackGCPercent {
+	if got := stackGC(oneVar("GOGC", "")); got != stackGCPercent {
 		t.Errorf("GOGC unset: %d, want %d", got, stackGCPercent)
 	}
 	for _, v := range []string{"100", "off"} {
-		if got := stackGC(env(v)); got != 0 {
+		if got := stackGC(oneVar("GOGC", v)); got != 0 {
 			t.Errorf("GOGC=%s: %d, want 0 (the user's GOGC stands)", v, got)
 		}
 	}

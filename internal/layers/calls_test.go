@@ -17,26 +17,25 @@ import (
 // bench command, which is no test (sagatest is for tests only) and fails its run at worst.
 var serverStarters = []string{"internal/sagatest", "bench"}
 
-// calls returns "file: pkgpath.Func" for each call in the Go source src of a function of the packages in
-// funcs (import path → function names), resolving the file's import names.
-func calls(t *testing.T, name string, src []byte, funcs map[string][]string) []string {
+// calls returns "file:line:col: pkgPath.fn" for each call of function fn of package pkgPath in the Go source
+// src, resolving the file's import names.
+func calls(t *testing.T, name string, src []byte, pkgPath, fn string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatalf("parse %s: %v", name, err)
 	}
-	local := map[string]string{} // local name → import path, for the packages in funcs
+	local := map[string]bool{} // the names the file gives pkgPath
 	for _, imp := range f.Imports {
-		path, _ := strconv.Unquote(imp.Path.Value)
-		if _, ok := funcs[path]; !ok {
+		if path, _ := strconv.Unquote(imp.Path.Value); path != pkgPath {
 			continue
 		}
-		n := filepath.Base(path)
 		if imp.Name != nil {
-			n = imp.Name.Name
+			local[imp.Name.Name] = true
+		} else {
+			local[filepath.Base(pkgPath)] = true
 		}
-		local[n] = path
 	}
 	var out []string
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -48,10 +47,8 @@ func calls(t *testing.T, name string, src []byte, funcs map[string][]string) []s
 		if !ok {
 			return true
 		}
-		if x, ok := sel.X.(*ast.Ident); ok {
-			if path, ok := local[x.Name]; ok && slices.Contains(funcs[path], sel.Sel.Name) {
-				out = append(out, fset.Position(call.Pos()).String()+": "+path+"."+sel.Sel.Name)
-			}
+		if x, ok := sel.X.(*ast.Ident); ok && local[x.Name] && sel.Sel.Name == fn {
+			out = append(out, fset.Position(call.Pos()).String()+": "+pkgPath+"."+fn)
 		}
 		return true
 	})
@@ -61,7 +58,6 @@ func calls(t *testing.T, name string, src []byte, funcs map[string][]string) []s
 // TestOnlySagatestStartsTheTemporalTestServer fails when a package's code or tests start temporaltest's
 // server directly instead of through sagatest.NewServer.
 func TestOnlySagatestStartsTheTemporalTestServer(t *testing.T) {
-	funcs := map[string][]string{"go.temporal.io/server/temporaltest": {"NewServer"}}
 	found := 0
 	for _, p := range listPackages(t) {
 		for _, file := range slices.Concat(p.GoFiles, p.TestGoFiles, p.XTestGoFiles) {
@@ -70,7 +66,7 @@ func TestOnlySagatestStartsTheTemporalTestServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range calls(t, path, src, funcs) {
+			for _, c := range calls(t, path, src, "go.temporal.io/server/temporaltest", "NewServer") {
 				found++
 				if !slices.Contains(serverStarters, rel(p.ImportPath)) {
 					t.Errorf("%s: start the in-process Temporal server with sagatest.NewServer (it retries a start whose "+
@@ -86,7 +82,6 @@ func TestOnlySagatestStartsTheTemporalTestServer(t *testing.T) {
 
 // TestCallsResolvesImportNames pins calls: a renamed import is found, another package's NewServer is not.
 func TestCallsResolvesImportNames(t *testing.T) {
-	funcs := map[string][]string{"go.temporal.io/server/temporaltest": {"NewServer"}}
 	src := []byte(`package x
 import (
 	tt "go.temporal.io/server/temporaltest"
@@ -94,7 +89,7 @@ import (
 )
 func f() { tt.NewServer(); temporaltest.NewServer(); tt.Other() }
 `)
-	got := calls(t, "x.go", src, funcs)
+	got := calls(t, "x.go", src, "go.temporal.io/server/temporaltest", "NewServer")
 	if want := []string{"x.go:6:12: go.temporal.io/server/temporaltest.NewServer"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
