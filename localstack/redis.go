@@ -77,13 +77,12 @@ func startEmbeddedRedis(addr, snapshot string, log *slog.Logger) (r *embeddedRed
 
 func (r *embeddedRedis) Addr() string { return r.mr.Addr() }
 
-// dial connects the stack's own Redis client to the embedded Redis in memory (memPipe): no socket, and no
-// system call per command on either side (measured in BENCHMARKS.md, "What each change bought"). The TCP port
-// stays open for every other client (redis-cli, the load tool).
+// dial connects the stack's own Redis client to the embedded Redis in memory: no socket, and no system call
+// per command on either side (measured in BENCHMARKS.md, "What each change bought"); each command runs in the
+// goroutine that writes it (directConn). The TCP port stays open for every other client (redis-cli, the load
+// tool).
 func (r *embeddedRedis) dial(context.Context, string, string) (net.Conn, error) {
-	client, server := memPipe()
-	r.mr.Server().ServeConn(server)
-	return client, nil
+	return newDirectConn(r.mr.Server()), nil
 }
 
 // Close writes the snapshot (the worker must be stopped first, so nothing changes meanwhile) and stops.
