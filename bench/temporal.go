@@ -22,6 +22,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/devserver"
+	"github.com/ordersaga/ordersaga/internal/memredis"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
@@ -325,7 +326,8 @@ func openStores(ctx context.Context, o opts, kind string) (*redisstock.Store, *s
 			mr.Close()
 			return nil, nil, nil, err
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 128})
+		// The local stack's connection to its embedded Redis: in memory, each command run by its sender.
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 128, Dialer: memredis.Dialer(mr)})
 		return redisstock.New(rdb, "", time.Hour), store, func() {
 			rdb.Close()
 			store.Close()

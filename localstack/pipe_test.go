@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/net/nettest"
 )
 
 // A pipeline bigger than any buffer in between: the server answers the first commands while the client is
@@ -40,13 +38,4 @@ func TestEmbeddedRedisDialCarriesBigPipelines(t *testing.T) {
 	if v, err := rdb.Get(ctx, "k"+strconv.Itoa(n-1)).Int(); err != nil || v != n-1 {
 		t.Fatalf("GET k%d: %d, %v", n-1, v, err)
 	}
-}
-
-// memPipe behaves as a net.Conn must: ordered bytes both ways, concurrent calls, deadlines in the past, now
-// and the future, moved while a call waits, and Close.
-func TestMemPipeIsAConn(t *testing.T) {
-	nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
-		a, b := memPipe()
-		return a, b, func() { a.Close(); b.Close() }, nil
-	})
 }

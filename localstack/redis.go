@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/ordersaga/ordersaga/internal/memredis"
 )
 
 // embeddedRedis is miniredis on a TCP port. It lives in memory, so a clean stop writes its keys to a snapshot
@@ -79,10 +81,10 @@ func (r *embeddedRedis) Addr() string { return r.mr.Addr() }
 
 // dial connects the stack's own Redis client to the embedded Redis in memory: no socket, and no system call
 // per command on either side (measured in BENCHMARKS.md, "What each change bought"); each command runs in the
-// goroutine that writes it (directConn). The TCP port stays open for every other client (redis-cli, the load
+// goroutine that writes it (internal/memredis). The TCP port stays open for every other client (redis-cli, the load
 // tool).
-func (r *embeddedRedis) dial(context.Context, string, string) (net.Conn, error) {
-	return newDirectConn(r.mr.Server()), nil
+func (r *embeddedRedis) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return memredis.Dialer(r.mr)(ctx, network, addr)
 }
 
 // Close writes the snapshot (the worker must be stopped first, so nothing changes meanwhile) and stops.

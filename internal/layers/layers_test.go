@@ -245,6 +245,12 @@ var layers = []layer{
 		forbid: concat(gormLibs, temporal),
 	},
 	{
+		name:       "internal/memredis: a go-redis client's connection to miniredis in memory, miniredis and the standard library only",
+		pkgs:       paths("internal/memredis/..."),
+		thirdParty: []string{"github.com/alicebob/miniredis/..."},
+		forbid:     concat(gormLibs, sqlLibs, temporal),
+	},
+	{
 		name:       "internal/devserver: in-process Temporal server and UI, nothing of the module but its port picker",
 		pkgs:       paths("internal/devserver/..."),
 		module:     []string{"internal/netport"},

@@ -1,8 +1,9 @@
-package main
+package memredis
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
 )
 
@@ -19,8 +21,8 @@ import (
 // answers for the next Read. Over a served connection (memPipe and ServeConn) each command of a pipeline
 // passes from miniredis's reader goroutine to its dispatcher, and the answer back to the client's: goroutine
 // hand-offs that wait their turn behind every runnable HTTP handler when a flood of sold-out requests keeps
-// the run queues long, and the sold-out check's shared round trip waits with them (BENCHMARKS.md, "The
-// sold-out path at 15,000 requests/s").
+// the run queues long, and the sold-out check's shared round trip waits with them (measured in BENCHMARKS.md,
+// "What each change bought"). The client end is a memPipe's, for its reads, deadlines and Close.
 //
 // It carries what the stack's client sends: RESP arrays of bulk strings, one command after another (a
 // command may arrive over several writes). No connection of the stack subscribes or blocks (SUBSCRIBE, BLPOP:
@@ -33,6 +35,14 @@ type directConn struct {
 	mu      sync.Mutex // one Write at a time
 	peer    *server.Peer
 	pending []byte // the start of a command whose rest has not been written yet
+}
+
+// Dialer returns a go-redis Options.Dialer that connects to mr in memory (a directConn each time): no socket,
+// and each command runs in the goroutine that sends it. The address and network it is given are ignored.
+func Dialer(mr *miniredis.Miniredis) func(context.Context, string, string) (net.Conn, error) {
+	return func(context.Context, string, string) (net.Conn, error) {
+		return newDirectConn(mr.Server()), nil
+	}
 }
 
 // newDirectConn returns a connection whose commands srv runs in the writer's goroutine.

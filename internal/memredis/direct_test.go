@@ -1,16 +1,18 @@
-package main
+package memredis
 
 import (
 	"bytes"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"golang.org/x/net/nettest"
 )
 
 // resp encodes one command as the stack's client sends it (a RESP array of bulk strings).
@@ -42,21 +44,10 @@ func answers(t *testing.T, c net.Conn, script string, size, want int) string {
 	return string(got)
 }
 
-// embeddedForTest starts an embedded Redis on a free port, stopped at the test's end.
-func embeddedForTest(t *testing.T) *embeddedRedis {
-	t.Helper()
-	r, _, err := startEmbeddedRedis("127.0.0.1:0", "", slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
-
 // The direct connection answers a script byte for byte as miniredis's own server does over TCP, however the
 // commands are cut across writes: one byte at a time, cut inside a header or a value, or all at once.
 func TestDirectConnAnswersAsTheServedConnection(t *testing.T) {
-	r := embeddedForTest(t)
+	r := miniredis.RunT(t)
 	script := resp("HELLO", "3") +
 		resp("SET", "k", "a value\r\nwith a CRLF inside") + resp("GET", "k") +
 		resp("HSET", "h", "f1", "1", "f2", "2") + resp("HVALS", "h") + resp("EXISTS", "k", "nope") +
@@ -88,7 +79,7 @@ func TestDirectConnAnswersAsTheServedConnection(t *testing.T) {
 	}
 
 	for _, size := range []int{1, 2, 3, 5, 7, 13, 64, len(script)} {
-		c := newDirectConn(r.mr.Server())
+		c := newDirectConn(r.Server())
 		got := answers(t, c, script, size, len(want))
 		c.Close()
 		if got != string(want) {
@@ -100,15 +91,15 @@ func TestDirectConnAnswersAsTheServedConnection(t *testing.T) {
 // A command whose answer comes later (blocking, subscribing) is refused with an error naming it, and the
 // connection goes on answering; bytes that are no command close it with an error.
 func TestDirectConnRefusesWhatItCannotCarry(t *testing.T) {
-	r := embeddedForTest(t)
-	c := newDirectConn(r.mr.Server())
+	r := miniredis.RunT(t)
+	c := newDirectConn(r.Server())
 	defer c.Close()
 	got := answers(t, c, resp("BLPOP", "q", "0")+resp("PING"), 4096, len("-ERR BLPOP is not run on the stack's direct connection\r\n+PONG\r\n"))
 	if got != "-ERR BLPOP is not run on the stack's direct connection\r\n+PONG\r\n" {
 		t.Fatalf("answers %q", got)
 	}
 
-	bad := newDirectConn(r.mr.Server())
+	bad := newDirectConn(r.Server())
 	if _, err := bad.Write([]byte("PING\r\n")); err == nil || !strings.Contains(err.Error(), "not a RESP array") {
 		t.Fatalf("inline command: err %v, want one saying it is not a RESP array", err)
 	}
@@ -120,8 +111,8 @@ func TestDirectConnRefusesWhatItCannotCarry(t *testing.T) {
 // An empty read waits for its deadline (the client's read deadline is how it stops waiting), and a QUIT
 // answers and closes.
 func TestDirectConnDeadlineAndQuit(t *testing.T) {
-	r := embeddedForTest(t)
-	c := newDirectConn(r.mr.Server())
+	r := miniredis.RunT(t)
+	c := newDirectConn(r.Server())
 	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read with nothing to read: err %v, want the deadline's", err)
@@ -135,4 +126,13 @@ func TestDirectConnDeadlineAndQuit(t *testing.T) {
 	if _, err := c.Write([]byte(resp("PING"))); err == nil {
 		t.Fatal("a write after QUIT went through")
 	}
+}
+
+// memPipe behaves as a net.Conn must: ordered bytes both ways, concurrent calls, deadlines in the past, now
+// and the future, moved while a call waits, and Close.
+func TestMemPipeIsAConn(t *testing.T) {
+	nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
+		a, b := memPipe()
+		return a, b, func() { a.Close(); b.Close() }, nil
+	})
 }
