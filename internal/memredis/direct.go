@@ -49,23 +49,8 @@ func Dialer(mr *miniredis.Miniredis) func(context.Context, string, string) (net.
 func newDirectConn(srv *server.Server) *directConn {
 	client, _ := memPipe()
 	c := &directConn{memConn: client.(*memConn), srv: srv}
-	c.peer = server.NewPeer(bufio.NewWriter(answerWriter{c.in}))
+	c.peer = server.NewPeer(bufio.NewWriter(c.in)) // the answers go where the client end reads
 	return c
-}
-
-// answerWriter appends the peer's answers to what the client end reads next.
-type answerWriter struct{ b *memBuffer }
-
-func (w answerWriter) Write(p []byte) (int, error) {
-	w.b.mu.Lock()
-	if w.b.eof {
-		w.b.mu.Unlock()
-		return 0, io.ErrClosedPipe
-	}
-	w.b.data = append(w.b.data, p...)
-	w.b.mu.Unlock()
-	w.b.signal()
-	return len(p), nil
 }
 
 // notRunHere are the commands whose answers a directConn cannot carry: they answer later, or more than once.

@@ -97,7 +97,11 @@ func (c *memConn) Write(p []byte) (int, error) {
 	if err := c.usable(c.wd); err != nil {
 		return 0, err
 	}
-	b := c.out
+	return c.out.Write(p)
+}
+
+// Write appends p for the reader of b, unless an end was closed.
+func (b *memBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	if b.eof {
 		b.mu.Unlock()
