@@ -126,7 +126,7 @@ func parseCommand(b []byte) (args []string, n int, err error) {
 	if count < 1 {
 		return nil, 0, errBadCommand
 	}
-	args = make([]string, 0, count)
+	args = make([]string, 0, min(count, 64)) // a count is the client's word, not an allocation
 	for range count {
 		size, j, ok, err := parseHeader(b, i, '$')
 		if err != nil || !ok {
