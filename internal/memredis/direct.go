@@ -22,13 +22,13 @@ import (
 // passes from miniredis's reader goroutine to its dispatcher, and the answer back to the client's: goroutine
 // hand-offs that wait their turn behind every runnable HTTP handler when a flood of sold-out requests keeps
 // the run queues long, and the sold-out check's shared round trip waits with them (measured in BENCHMARKS.md,
-// "What each change bought"). The client end is a memPipe's, for its reads, deadlines and Close.
+// "What each change bought"). The client end is a memConn, for its reads, deadlines and Close.
 //
 // It carries what the stack's client sends: RESP arrays of bulk strings, one command after another (a
 // command may arrive over several writes). No connection of the stack subscribes or blocks (SUBSCRIBE, BLPOP:
 // their answers come later, from another goroutine): such a command is refused with an error.
 type directConn struct {
-	*memConn // the client's end: Read, deadlines and Close; its other end is never read
+	*memConn // the client's end: Read, deadlines and Close (its out buffer is never written: Write is below)
 
 	srv *server.Server
 
@@ -47,8 +47,7 @@ func Dialer(mr *miniredis.Miniredis) func(context.Context, string, string) (net.
 
 // newDirectConn returns a connection whose commands srv runs in the writer's goroutine.
 func newDirectConn(srv *server.Server) *directConn {
-	client, _ := memPipe()
-	c := &directConn{memConn: client.(*memConn), srv: srv}
+	c := &directConn{memConn: newMemConn(newMemBuffer(), newMemBuffer()), srv: srv}
 	c.peer = server.NewPeer(bufio.NewWriter(c.in)) // the answers go where the client end reads
 	return c
 }
@@ -66,7 +65,7 @@ func (c *directConn) Write(p []byte) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ended() {
+	if c.in.ended() {
 		return 0, io.ErrClosedPipe
 	}
 	buf := p
@@ -77,7 +76,7 @@ func (c *directConn) Write(p []byte) (int, error) {
 	for len(buf) > 0 {
 		args, n, err := parseCommand(buf)
 		if err != nil {
-			c.end()
+			c.in.end() // as miniredis closes a connection it cannot read: what was answered is read, then io.EOF
 			return 0, fmt.Errorf("embedded redis: %w", err)
 		}
 		if n == 0 { // incomplete: wait for the rest
@@ -91,27 +90,12 @@ func (c *directConn) Write(p []byte) (int, error) {
 		}
 		c.peer.Flush()
 		if c.peer.Closed() { // QUIT: its answer is read, then io.EOF
-			c.end()
+			c.in.end()
 			return len(p), nil
 		}
 	}
 	c.pending = append(c.pending[:0], buf...)
 	return len(p), nil
-}
-
-// end is the server's side closing, as miniredis closes a connection after QUIT or bytes it cannot read: what
-// was answered is still read, then io.EOF, and writes fail.
-func (c *directConn) end() {
-	c.in.mu.Lock()
-	c.in.eof = true
-	c.in.mu.Unlock()
-	c.in.signal()
-}
-
-func (c *directConn) ended() bool {
-	c.in.mu.Lock()
-	defer c.in.mu.Unlock()
-	return c.in.eof
 }
 
 var errBadCommand = errors.New("not a RESP array of bulk strings")

@@ -14,11 +14,12 @@ import (
 // would wait for the other for ever (a TCP connection has the kernel's buffers in between).
 func memPipe() (net.Conn, net.Conn) {
 	a, b := newMemBuffer(), newMemBuffer()
-	x := &memConn{in: a, out: b, closed: make(chan struct{})}
-	y := &memConn{in: b, out: a, closed: make(chan struct{})}
-	x.rd, x.wd = newDeadline(), newDeadline()
-	y.rd, y.wd = newDeadline(), newDeadline()
-	return x, y
+	return newMemConn(a, b), newMemConn(b, a)
+}
+
+// newMemConn returns an end that reads in and writes out.
+func newMemConn(in, out *memBuffer) *memConn {
+	return &memConn{in: in, out: out, closed: make(chan struct{}), rd: newDeadline(), wd: newDeadline()}
 }
 
 // memBuffer is one direction of a memPipe: bytes written and not read yet.
@@ -100,6 +101,21 @@ func (c *memConn) Write(p []byte) (int, error) {
 	return c.out.Write(p)
 }
 
+// end marks b closed: its reader gets what is left, then io.EOF, and writes fail.
+func (b *memBuffer) end() {
+	b.mu.Lock()
+	b.eof = true
+	b.mu.Unlock()
+	b.signal()
+}
+
+// ended reports whether an end of b was closed.
+func (b *memBuffer) ended() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eof
+}
+
 // Write appends p for the reader of b, unless an end was closed.
 func (b *memBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
@@ -118,12 +134,8 @@ func (b *memBuffer) Write(p []byte) (int, error) {
 func (c *memConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		for _, b := range []*memBuffer{c.out, c.in} {
-			b.mu.Lock()
-			b.eof = true
-			b.mu.Unlock()
-			b.signal()
-		}
+		c.out.end()
+		c.in.end()
 	})
 	return nil
 }
