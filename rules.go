@@ -2,7 +2,6 @@ package ordersaga
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -15,20 +14,52 @@ const (
 	MaxLines   = 20   // lines of an order (at least 1)
 	MaxQty     = 1000 // units of one line (at least 1)
 	MaxNameLen = 64   // characters of a user_id or a sku (at least 1, of A-Za-z0-9-_.)
+
+	maxOrderIDLen = 64 // characters of an order ID (at least 1, of A-Za-z0-9-_.:)
 )
 
-// The character sets (regexps are safe to share).
+// The character sets.
 var (
-	namePattern    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	nameChars    = NewCharset("_.-")  // of a user_id or a sku
+	orderIDChars = NewCharset("_.:-") // of an order ID
 )
 
 // ValidName reports whether s can be a user_id or a sku: 1-64 characters of A-Za-z0-9-_.
-func ValidName(s string) bool { return namePattern.MatchString(s) }
+func ValidName(s string) bool { return nameChars.Holds(s, MaxNameLen) }
 
 // ValidOrderID reports whether s can be an order ID (and so a workflow ID's tail): 1-64 characters of
 // A-Za-z0-9-_.:
-func ValidOrderID(s string) bool { return orderIDPattern.MatchString(s) }
+func ValidOrderID(s string) bool { return orderIDChars.Holds(s, maxOrderIDLen) }
+
+// A Charset is the bytes a name may hold: A-Za-z0-9 and a few more. Every order request checks its names
+// against one (its user_id, its SKUs, its Idempotency-Key); a regexp did it in 3.5 % of the local stack's CPU
+// at 15,000 sold-out requests/s, a table in a fraction of that (BENCHMARKS.md, "What each change bought").
+type Charset [256]bool
+
+// NewCharset is A-Za-z0-9 and the bytes of extra.
+func NewCharset(extra string) *Charset {
+	var c Charset
+	for b := range 256 {
+		c[b] = 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9'
+	}
+	for i := range len(extra) {
+		c[extra[i]] = true
+	}
+	return &c
+}
+
+// Holds reports whether s is 1 to maxLen bytes, each in c.
+func (c *Charset) Holds(s string, maxLen int) bool {
+	if len(s) == 0 || len(s) > maxLen {
+		return false
+	}
+	for i := range len(s) {
+		if !c[s[i]] {
+			return false
+		}
+	}
+	return true
+}
 
 // LineRules chooses how strictly CheckLines checks. Every set of rules wants at least one line, a non-empty
 // sku and a positive qty on each, and distinct SKUs.

@@ -2,6 +2,7 @@ package ordersaga_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -112,6 +113,45 @@ func TestValidNameAndOrderID(t *testing.T) {
 			t.Errorf("ValidOrderID(%q) = %v, want %v", tt.s, got, tt.orderID)
 		}
 	}
+}
+
+// TestCharsetsAreTheDocumentedPatterns: the names' checks (tables of bytes) accept exactly what the patterns
+// of docs/http-api.md match: every byte alone, after a valid byte and before one, and at the lengths around
+// the limit.
+func TestCharsetsAreTheDocumentedPatterns(t *testing.T) {
+	t.Parallel()
+	name := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	orderID := regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	var cases []string
+	for b := range 256 {
+		c := string([]byte{byte(b)})
+		cases = append(cases, c, "a"+c, c+"z", strings.Repeat("u", 63)+c, strings.Repeat("u", 64)+c)
+	}
+	cases = append(cases, "", "é", "aé", strings.Repeat("é", 10))
+	for _, s := range cases {
+		if got, want := ordersaga.ValidName(s), name.MatchString(s); got != want {
+			t.Errorf("ValidName(%q) = %v, the pattern says %v", s, got, want)
+		}
+		if got, want := ordersaga.ValidOrderID(s), orderID.MatchString(s); got != want {
+			t.Errorf("ValidOrderID(%q) = %v, the pattern says %v", s, got, want)
+		}
+	}
+	key := ordersaga.NewCharset("_.:-")
+	for _, tt := range []struct {
+		s    string
+		want bool
+	}{{strings.Repeat("k", 255), true}, {strings.Repeat("k", 256), false}, {"k:1.a_b-c", true}, {"k/1", false}} {
+		if got := key.Holds(tt.s, 255); got != tt.want {
+			t.Errorf("Holds(%q, 255) = %v, want %v", clip(tt.s), got, tt.want)
+		}
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 20 {
+		return s[:20] + "…"
+	}
+	return s
 }
 
 func TestRejectReasonRoundTrip(t *testing.T) {

@@ -89,22 +89,42 @@ type checkReq struct {
 	done   chan struct{}
 }
 
-// checkBatcher gathers concurrent CheckOrder calls: a caller queues its request and, when fewer than
-// maxCheckTrips senders run, starts one; each sender takes what is queued, sends it as one pipeline, and
-// goes on until the queue is empty. Nothing waits for a batch to fill.
+// checkBatcher gathers concurrent CheckOrder calls: a caller queues its request and wakes an idle sender or,
+// when fewer than maxCheckTrips senders run, starts one; each sender takes what is queued, sends it as one
+// pipeline, and goes on until the queue is empty. Nothing waits for a batch to fill.
+//
+// A sender whose queue is empty waits up to checkLinger for more before it ends. A flood's checks come in
+// bursts a round trip apart, and a sender started afresh for each burst grew its stack again through
+// go-redis's pipeline (a goroutine starts small): that growth took 4 % of the local stack's CPU at 15,000
+// sold-out requests/s (BENCHMARKS.md, "What each change bought").
 type checkBatcher struct {
 	rs      *Gate
 	mu      sync.Mutex
 	queue   []*checkReq
-	senders int
+	senders int           // running, idle ones included
+	idle    int           // senders waiting for work, not yet woken
+	wake    chan struct{} // one token per idle sender woken (sent under mu, so never blocks)
+	linger  time.Duration // how long an idle sender waits before it ends (0: checkLinger)
 }
+
+// checkLinger is how long a sender with nothing to send waits for more before it ends.
+const checkLinger = time.Second
 
 func (b *checkBatcher) add(req *checkReq) {
 	b.mu.Lock()
 	b.queue = append(b.queue, req)
+	if b.idle > 0 {
+		b.idle--
+		b.wake <- struct{}{}
+		b.mu.Unlock()
+		return
+	}
 	start := b.senders < maxCheckTrips
 	if start {
 		b.senders++
+		if b.wake == nil {
+			b.wake = make(chan struct{}, maxCheckTrips)
+		}
 	}
 	b.mu.Unlock()
 	if start {
@@ -113,13 +133,19 @@ func (b *checkBatcher) add(req *checkReq) {
 }
 
 func (b *checkBatcher) send() {
+	linger := b.linger
+	if linger <= 0 {
+		linger = checkLinger
+	}
+	var timer *time.Timer
 	for {
 		b.mu.Lock()
 		n := min(len(b.queue), maxCheckBatch)
 		if n == 0 {
-			b.senders--
-			b.mu.Unlock()
-			return
+			if !b.waitForWork(linger, &timer) {
+				return
+			}
+			continue
 		}
 		batch := b.queue[:n:n]
 		b.queue = b.queue[n:]
@@ -131,6 +157,34 @@ func (b *checkBatcher) send() {
 		for _, req := range batch {
 			close(req.done)
 		}
+	}
+}
+
+// waitForWork is an idle sender's wait, entered with mu held and left without it: true when add woke it
+// (there is work, or another sender took it first), false when linger passed first and the sender is done.
+func (b *checkBatcher) waitForWork(linger time.Duration, timer **time.Timer) bool {
+	b.idle++
+	b.mu.Unlock()
+	if *timer == nil {
+		*timer = time.NewTimer(linger)
+	} else {
+		(*timer).Reset(linger)
+	}
+	select {
+	case <-b.wake:
+		(*timer).Stop()
+		return true
+	case <-(*timer).C:
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-b.wake: // add counted this sender out of idle just before the timer fired: its token is here
+		return true
+	default:
+		b.idle--
+		b.senders--
+		return false
 	}
 }
 

@@ -19,3 +19,13 @@ func (r *Gate) Kill() {
 		close(l.stop)
 	}
 }
+
+// SetCheckLinger sets how long an idle CheckOrder sender waits for more work before it ends. Call it first.
+func (r *Gate) SetCheckLinger(d time.Duration) { r.checks.linger = d }
+
+// CheckSenders is how many CheckOrder senders run, and how many of them wait idle.
+func (r *Gate) CheckSenders() (running, idle int) {
+	r.checks.mu.Lock()
+	defer r.checks.mu.Unlock()
+	return r.checks.senders, r.checks.idle
+}

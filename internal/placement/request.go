@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,12 +20,14 @@ type Request struct {
 	Lines  []ordersaga.Line // SKU and Qty; in any order (the same lines listed otherwise are the same request)
 }
 
-// keyPattern is the Idempotency-Key's character set (docs/http-api.md; idempotency_keys.idem_key is
-// VARCHAR(255)).
-var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
+// keyChars is the Idempotency-Key's character set (docs/http-api.md), and maxKeyLen its length at most
+// (idempotency_keys.idem_key is VARCHAR(255)).
+var keyChars = ordersaga.NewCharset("_.:-")
+
+const maxKeyLen = 255
 
 // ValidKey reports whether key can be an Idempotency-Key: 1-255 characters of A-Za-z0-9-_.:
-func ValidKey(key string) bool { return keyPattern.MatchString(key) }
+func ValidKey(key string) bool { return keyChars.Holds(key, maxKeyLen) }
 
 // ErrInvalidRequest is Place's error for a request that breaks the rulebook (its caller checks the request
 // first and names the field at fault its own way: the service never places such a request).
