@@ -69,7 +69,7 @@ func benchStore(ctx context.Context, o opts, layer, profile, dsn, path string) (
 	deductWith := func(s *sqlstore.Store, prefix string) op {
 		return func(ctx context.Context, w int, seq int64) error {
 			_, err := s.Deduct(ctx, ordersaga.DeductInput{
-				OrderID: run + prefix + strconv.FormatInt(seq, 10), UserID: "bench", Currency: "CNY", PayBy: payBy,
+				OrderID: apiOrderID("bench", run+prefix+strconv.FormatInt(seq, 10)), UserID: "bench", Currency: "CNY", PayBy: payBy,
 				Lines: []ordersaga.Line{{SKU: hotSKU, Qty: 1}},
 			})
 			return err

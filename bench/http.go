@@ -134,7 +134,7 @@ func soldOutServers(ctx context.Context, rs *redisstock.Store, store *sqlstore.S
 			return
 		}
 		key := r.Header.Get("Idempotency-Key")
-		nonce := strconv.FormatInt(time.Now().UnixNano(), 16)
+		nonce := placement.NewNonce()
 		claim := sqlstore.IdempotencyClaim{UserID: req.UserID, Key: key, Fingerprint: "fingerprint", Nonce: nonce,
 			OrderID: placement.OrderID(req.UserID, key, nonce, 0)}
 		if _, _, err := store.ClaimIdempotencyKey(r.Context(), claim, placement.DefaultRetention); err != nil {

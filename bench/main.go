@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ordersaga/ordersaga/internal/placement"
 )
 
 func main() {
@@ -193,6 +195,12 @@ func randomID() string {
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// apiOrderID is an order ID as the order API makes one for a new Idempotency-Key of user (placement.OrderID
+// of a new nonce): the stores' indexes on order_id see the benchmark's orders arrive as they would the API's.
+func apiOrderID(user, key string) string {
+	return placement.OrderID(user, key, placement.NewNonce(), 0)
 }
 
 func orDefault(v, def string) string {

@@ -97,7 +97,7 @@ func newTEnv(ctx context.Context, o opts, c client.Client, stores string) (*tenv
 	run := "o" + randomID()
 	e.place = func(ctx context.Context, _ int, seq int64) error {
 		res, err := orderclient.Place(ctx, c, workflows.OrderInput{
-			OrderID: run + "-" + strconv.FormatInt(seq, 10), UserID: "bench", Currency: "CNY",
+			OrderID: apiOrderID("bench", run+"-"+strconv.FormatInt(seq, 10)), UserID: "bench", Currency: "CNY",
 			Lines: []ordersaga.Line{{SKU: hotSKU, Qty: 1}}, PaymentTimeout: benchPayDeadline,
 		})
 		if err == nil && res.Order.Status != ordersaga.StatusAwaitingPayment {
@@ -107,7 +107,7 @@ func newTEnv(ctx context.Context, o opts, c client.Client, stores string) (*tenv
 	}
 	before := "p" + randomID() + "-"
 	e.placeBefore = func(ctx context.Context, _ int, seq int64) error {
-		id := before + strconv.FormatInt(seq, 10)
+		id := apiOrderID("bench", before+strconv.FormatInt(seq, 10))
 		var res workflows.Reservation
 		err := updateWithStart(ctx, c, startOptions(id, workflows.TaskQueue), workflows.OrderWorkflow, workflows.OrderInput{
 			OrderID: id, UserID: "bench", Currency: "CNY",
@@ -121,7 +121,7 @@ func newTEnv(ctx context.Context, o opts, c client.Client, stores string) (*tenv
 	e.bare = func(queue string, local bool, upserts int) op {
 		prefix := "b" + randomID() + "-"
 		return func(ctx context.Context, _ int, seq int64) error {
-			id := prefix + strconv.FormatInt(seq, 10)
+			id := apiOrderID("bench", prefix+strconv.FormatInt(seq, 10))
 			opts := startOptions(id, queue)
 			if upserts == 1 {
 				opts.TypedSearchAttributes = workflows.StartSearchAttributes(workflows.OrderInput{Lines: []ordersaga.Line{{SKU: hotSKU, Qty: 1}}})

@@ -91,7 +91,7 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	}
 	// A key without a row, or whose row is older than the retention, gets a new life: a new nonce, and order
 	// IDs derived from it.
-	nonce := newNonce()
+	nonce := NewNonce()
 	rec, fresh, err := p.store.ClaimIdempotencyKey(ctx, keyClaim{
 		UserID: p.req.UserID, Key: p.req.Key, Fingerprint: p.fingerprint, Nonce: nonce,
 		OrderID: OrderID(p.req.UserID, p.req.Key, nonce, 0),

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ordersaga/ordersaga"
 )
@@ -76,23 +77,52 @@ func (r Request) fingerprint() string {
 }
 
 // OrderID is the order ID of (user, Idempotency-Key) in the life of the key's row named by nonce, at a
-// generation: "o-" and 24 hex characters of sha256(user \x00 key \x00 nonce \x00 generation). The nonce is
-// random, written when the key is first used and again when its expired row is renewed, so a key used again
-// after IDEMPOTENCY_RETENTION gets order IDs that differ from every earlier one. A row from before the nonce
-// (nonce "") keeps the legacy derivation sha256(user \x00 key \x00 generation). The generation moves on only
-// when that order was rejected.
+// generation. The nonce is new for each life of the row (written when the key is first used and again when its
+// expired row is renewed), so a key used again after IDEMPOTENCY_RETENTION gets order IDs that differ from
+// every earlier one. The generation moves on only when that order was rejected. By the nonce's form:
+//
+//   - a timed nonce (NewNonce: "t", 12 hex characters of the life's start in Unix milliseconds, 19 random):
+//     "o-", those 12 time characters, and 24 hex characters of sha256(user \x00 key \x00 nonce \x00
+//     generation). Order IDs made later sort later, so the rows that each order adds to the database's indexes
+//     on order_id (the ledger's, the orders', their lines') land beside the last ones instead of anywhere:
+//     a group commit of a hot SKU's deducts on SQLite ran 3.5 times as many a second (BENCHMARKS.md, "Order
+//     IDs in time order");
+//   - a random nonce (32 hex characters, from before timed nonces): "o-" and 24 hex characters of the same
+//     sha256;
+//   - no nonce (a row from before migration 0005): "o-" and 24 hex characters of sha256(user \x00 key \x00
+//     generation).
+//
+// A row's order ID is stored with it and read back, so a row of an earlier form keeps the IDs it has.
 func OrderID(userID, key, nonce string, generation int64) string {
 	in := userID + "\x00" + key + "\x00"
 	if nonce != "" {
 		in += nonce + "\x00"
 	}
 	sum := sha256.Sum256([]byte(in + strconv.FormatInt(generation, 10)))
-	return "o-" + hex.EncodeToString(sum[:])[:24]
+	id := hex.EncodeToString(sum[:])[:24]
+	if t, ok := nonceTime(nonce); ok {
+		return "o-" + t + id
+	}
+	return "o-" + id
 }
 
-// newNonce returns a random nonce for a new life of a key's row: 32 hex characters.
-func newNonce() string {
-	b := make([]byte, 16)
+// NewNonce returns the nonce of a new life of a key's row: "t", the time now in Unix milliseconds as 12 hex
+// characters (zero-padded: they sort as the times do), and 19 random hex characters (76 bits); 32 characters
+// in all (idempotency_keys.nonce is VARCHAR(32)).
+func NewNonce() string {
+	return newNonceAt(time.Now())
+}
+
+func newNonceAt(now time.Time) string {
+	b := make([]byte, 10)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
-	return hex.EncodeToString(b)
+	return fmt.Sprintf("t%012x", uint64(now.UnixMilli())&(1<<48-1)) + hex.EncodeToString(b)[:19]
+}
+
+// nonceTime is the 12 time characters of a timed nonce.
+func nonceTime(nonce string) (string, bool) {
+	if len(nonce) != 32 || nonce[0] != 't' {
+		return "", false
+	}
+	return nonce[1:13], true
 }
