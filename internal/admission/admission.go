@@ -35,7 +35,7 @@ type Gate struct {
 // New builds the gate on the stock store's client and key layout.
 func New(rs *redisstock.Store) *Gate {
 	g := &Gate{rs: rs, rdb: rs.Client()}
-	g.checks.rs = g
+	g.checks.rs, g.checks.wake = g, make(chan struct{}, maxCheckTrips)
 	return g
 }
 

@@ -122,9 +122,6 @@ func (b *checkBatcher) add(req *checkReq) {
 	start := b.senders < maxCheckTrips
 	if start {
 		b.senders++
-		if b.wake == nil {
-			b.wake = make(chan struct{}, maxCheckTrips)
-		}
 	}
 	b.mu.Unlock()
 	if start {
@@ -137,12 +134,13 @@ func (b *checkBatcher) send() {
 	if linger <= 0 {
 		linger = checkLinger
 	}
-	var timer *time.Timer
+	timer := time.NewTimer(linger) // reset at each wait
+	timer.Stop()
 	for {
 		b.mu.Lock()
 		n := min(len(b.queue), maxCheckBatch)
 		if n == 0 {
-			if !b.waitForWork(linger, &timer) {
+			if !b.waitForWork(linger, timer) {
 				return
 			}
 			continue
@@ -162,19 +160,15 @@ func (b *checkBatcher) send() {
 
 // waitForWork is an idle sender's wait, entered with mu held and left without it: true when add woke it
 // (there is work, or another sender took it first), false when linger passed first and the sender is done.
-func (b *checkBatcher) waitForWork(linger time.Duration, timer **time.Timer) bool {
+func (b *checkBatcher) waitForWork(linger time.Duration, timer *time.Timer) bool {
 	b.idle++
 	b.mu.Unlock()
-	if *timer == nil {
-		*timer = time.NewTimer(linger)
-	} else {
-		(*timer).Reset(linger)
-	}
+	timer.Reset(linger)
 	select {
 	case <-b.wake:
-		(*timer).Stop()
+		timer.Stop()
 		return true
-	case <-(*timer).C:
+	case <-timer.C:
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
