@@ -105,6 +105,7 @@ type checkBatcher struct {
 	idle    int           // senders waiting for work, not yet woken
 	wake    chan struct{} // one token per idle sender woken (sent under mu, so never blocks)
 	linger  time.Duration // how long an idle sender waits before it ends (0: checkLinger)
+	seen    skuMemory     // the SKUs as the last trip read them
 }
 
 // checkLinger is how long a sender with nothing to send waits for more before it ends.
@@ -184,10 +185,22 @@ func (b *checkBatcher) waitForWork(linger time.Duration, timer *time.Timer) bool
 
 // checkBatch answers a batch in one pipelined round trip: EXISTS of ready once, EXISTS of each marker, GET of
 // each SKU's counter, of its count of units being placed and of its per-user limit once, and per line the
-// user's units of the SKU.
+// user's units of the SKU where the answer may need them (skuMemory.heldNeeded). A request whose answer needs
+// units the trip did not read (its SKU came back in stock or got a limit since the trip before) is checked
+// again, alone with the others of its kind, in a second trip that reads them all: every answer comes from one
+// trip's reads.
 func (r *Gate) checkBatch(batch []*checkReq) {
+	if again := r.checkTrip(batch, false); len(again) > 0 {
+		r.checkTrip(again, true)
+	}
+}
+
+// checkTrip is one round trip of checkBatch: it answers the batch's requests and returns those it could not
+// (the user's units not read, and needed), unless every line's units were read (all).
+func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
+	skip := r.checks.seen.skipHeld(batch, all)
 	var (
 		ready     *redis.IntCmd
 		claimed   = make([]*redis.IntCmd, len(batch))
@@ -206,7 +219,9 @@ func (r *Gate) checkBatch(batch []*checkReq) {
 					admitting[l.SKU] = p.Get(ctx, r.rs.AdmittingKey(l.SKU))
 					limits[l.SKU] = p.Get(ctx, r.rs.LimitKey(l.SKU))
 				}
-				req.held[j] = p.HVals(ctx, r.rs.UserKey(l.SKU, req.user))
+				if !skip[l] {
+					req.held[j] = p.HVals(ctx, r.rs.UserKey(l.SKU, req.user))
+				}
 			}
 		}
 		return nil
@@ -217,23 +232,88 @@ func (r *Gate) checkBatch(batch []*checkReq) {
 		for _, req := range batch {
 			req.err = fmt.Errorf("check order: %w", err)
 		}
-		return
+		return nil
 	}
 	if err := ready.Err(); err != nil {
 		for _, req := range batch {
 			req.err = fmt.Errorf("check order: markers ready: %w", err)
 		}
-		return
+		return nil
 	}
+	r.checks.seen.remember(avail, limits)
 	gated := map[string]bool{}
 	for i, req := range batch {
 		req.res, req.err = checkAnswer(req, ready.Val() > 0, claimed[i], avail, admitting, limits)
+		if errors.Is(req.err, errHeldNotRead) {
+			req.res, req.err = FastCheck{}, nil
+			again = append(again, req)
+			continue
+		}
 		if sku := req.res.GatedSKU; sku != "" && !gated[sku] {
 			gated[sku] = true
 			r.reapSoon(sku)
 		}
 	}
+	return again
 }
+
+// skuMemory is what the last round trip read of each SKU loaded in Redis: its units left and its per-user
+// limit. A sold-out check of a line needs the user's units of its SKU (HVALS of the user's count) only when
+// the line is not sold out and the SKU has a limit; a flood's lines are sold out, or of a SKU without a
+// limit, and the trip leaves out their HVALS on what the trip before read. The memory only saves commands:
+// an answer that needs units its trip did not read is not given from that trip (errHeldNotRead).
+type skuMemory struct {
+	mu   sync.Mutex
+	skus map[string]skuSeen // only SKUs Redis has a counter of: no larger than the catalog
+}
+
+type skuSeen struct{ avail, limit int64 }
+
+// skipHeld is the lines of batch whose user's units the trip leaves out (none when all).
+func (m *skuMemory) skipHeld(batch []*checkReq, all bool) map[ordersaga.Line]bool {
+	if all {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var skip map[ordersaga.Line]bool
+	for _, req := range batch {
+		for _, l := range req.lines {
+			if s, ok := m.skus[l.SKU]; ok && (s.limit <= 0 || s.avail < l.Qty) {
+				if skip == nil {
+					skip = map[ordersaga.Line]bool{}
+				}
+				skip[l] = true
+			}
+		}
+	}
+	return skip
+}
+
+// remember keeps what a trip read of its SKUs' counters and limits (a SKU not loaded, or read with an
+// error, is forgotten).
+func (m *skuMemory) remember(avail, limits map[string]*redis.StringCmd) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.skus == nil {
+		m.skus = map[string]skuSeen{}
+	}
+	for sku, a := range avail {
+		n, err := a.Int64()
+		limit, lerr := limits[sku].Int64()
+		if errors.Is(lerr, redis.Nil) {
+			limit, lerr = 0, nil
+		}
+		if err != nil || lerr != nil {
+			delete(m.skus, sku)
+			continue
+		}
+		m.skus[sku] = skuSeen{avail: n, limit: limit}
+	}
+}
+
+// errHeldNotRead is checkAnswer's when the answer needs the user's units of a SKU that the trip left out.
+var errHeldNotRead = errors.New("check order: the user's units were not read")
 
 // checkAnswer reads one request's answer from the batch's commands.
 func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail, admitting, limits map[string]*redis.StringCmd) (FastCheck, error) {
@@ -287,6 +367,9 @@ func limitAnswer(l ordersaga.Line, limit *redis.StringCmd, held *redis.StringSli
 	}
 	if max <= 0 {
 		return nil, nil
+	}
+	if held == nil {
+		return nil, errHeldNotRead
 	}
 	vals, err := held.Result()
 	if err != nil {
