@@ -185,7 +185,7 @@ func (b *checkBatcher) waitForWork(linger time.Duration, timer *time.Timer) bool
 
 // checkBatch answers a batch in one pipelined round trip: EXISTS of ready once, EXISTS of each marker, GET of
 // each SKU's counter, of its count of units being placed and of its per-user limit once, and per line the
-// user's units of the SKU where the answer may need them (skuMemory.heldNeeded). A request whose answer needs
+// user's units of the SKU where the answer may need them (skuMemory.skipHeld). A request whose answer needs
 // units the trip did not read (its SKU came back in stock or got a limit since the trip before) is checked
 // again, alone with the others of its kind, in a second trip that reads them all: every answer comes from one
 // trip's reads.
