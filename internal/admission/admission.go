@@ -36,6 +36,7 @@ type Gate struct {
 func New(rs *redisstock.Store) *Gate {
 	g := &Gate{rs: rs, rdb: rs.Client()}
 	g.checks.rs, g.checks.wake = g, make(chan struct{}, maxCheckTrips)
+	g.checks.seen.skus = map[string]skuSeen{}
 	return g
 }
 

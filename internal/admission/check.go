@@ -185,7 +185,7 @@ func (b *checkBatcher) waitForWork(linger time.Duration, timer *time.Timer) bool
 
 // checkBatch answers a batch in one pipelined round trip: EXISTS of ready once, EXISTS of each marker, GET of
 // each SKU's counter, of its count of units being placed and of its per-user limit once, and per line the
-// user's units of the SKU where the answer may need them (skuMemory.skipHeld). A request whose answer needs
+// user's units of the SKU where the answer may need them (skuMemory.needsHeld). A request whose answer needs
 // units the trip did not read (its SKU came back in stock or got a limit since the trip before) is checked
 // again, alone with the others of its kind, in a second trip that reads them all: every answer comes from one
 // trip's reads.
@@ -200,7 +200,6 @@ func (r *Gate) checkBatch(batch []*checkReq) {
 func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
-	skip := r.checks.seen.skipHeld(batch, all)
 	var (
 		ready     *redis.IntCmd
 		claimed   = make([]*redis.IntCmd, len(batch))
@@ -209,6 +208,9 @@ func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 		limits    = map[string]*redis.StringCmd{}
 	)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		seen := &r.checks.seen
+		seen.mu.Lock() // held while the commands are queued: nothing is sent before the function returns
+		defer seen.mu.Unlock()
 		ready = p.Exists(ctx, r.rs.ClaimsReadyKey())
 		for i, req := range batch {
 			claimed[i] = p.Exists(ctx, r.rs.ClaimKey(req.marker))
@@ -219,7 +221,7 @@ func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 					admitting[l.SKU] = p.Get(ctx, r.rs.AdmittingKey(l.SKU))
 					limits[l.SKU] = p.Get(ctx, r.rs.LimitKey(l.SKU))
 				}
-				if !skip[l] {
+				if all || seen.needsHeld(l) {
 					req.held[j] = p.HVals(ctx, r.rs.UserKey(l.SKU, req.user))
 				}
 			}
@@ -269,25 +271,11 @@ type skuMemory struct {
 
 type skuSeen struct{ avail, limit int64 }
 
-// skipHeld is the lines of batch whose user's units the trip leaves out (none when all).
-func (m *skuMemory) skipHeld(batch []*checkReq, all bool) map[ordersaga.Line]bool {
-	if all {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var skip map[ordersaga.Line]bool
-	for _, req := range batch {
-		for _, l := range req.lines {
-			if s, ok := m.skus[l.SKU]; ok && (s.limit <= 0 || s.avail < l.Qty) {
-				if skip == nil {
-					skip = map[ordersaga.Line]bool{}
-				}
-				skip[l] = true
-			}
-		}
-	}
-	return skip
+// needsHeld reports whether line l's answer may need its user's units, by what the last trip read of its
+// SKU: not seen yet, or seen with a limit and enough units for the line. Called with mu held.
+func (m *skuMemory) needsHeld(l ordersaga.Line) bool {
+	s, ok := m.skus[l.SKU]
+	return !ok || (s.limit > 0 && s.avail >= l.Qty)
 }
 
 // remember keeps what a trip read of its SKUs' counters and limits (a SKU not loaded, or read with an
@@ -295,9 +283,6 @@ func (m *skuMemory) skipHeld(batch []*checkReq, all bool) map[ordersaga.Line]boo
 func (m *skuMemory) remember(avail, limits map[string]*redis.StringCmd) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.skus == nil {
-		m.skus = map[string]skuSeen{}
-	}
 	for sku, a := range avail {
 		n, err := a.Int64()
 		limit, lerr := limits[sku].Int64()
