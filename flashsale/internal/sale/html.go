@@ -42,16 +42,17 @@ type countRow struct {
 
 type pageData struct {
 	*Report
-	OK          bool
-	Checks      []checkRow
-	Findings    []Finding
-	MoreFinds   int
-	LatencyRows []latencyRow
-	Throughput  template.HTML
-	StockCharts []stockChart
-	OrderRows   []countRow
-	PayRows     []countRow
-	ErrorRows   []countRow
+	OK           bool
+	Checks       []checkRow
+	Findings     []Finding
+	MoreFinds    int
+	LatencyRows  []latencyRow
+	Throughput   template.HTML
+	StockCharts  []stockChart
+	OrderRows    []countRow
+	PayRows      []countRow
+	ErrorRows    []countRow
+	ToolCPULines []string
 }
 
 // maxFindingsShown bounds the findings listed on the page (the JSON has them all).
@@ -60,7 +61,7 @@ const maxFindingsShown = 200
 // WriteHTML renders the report as one self-contained page: inline CSS and SVG, no script, font or image
 // fetched from anywhere, so it opens offline.
 func (rep *Report) WriteHTML(w io.Writer) error {
-	d := pageData{Report: rep, OK: rep.Verdict.OK()}
+	d := pageData{Report: rep, OK: rep.Verdict.OK(), ToolCPULines: rep.toolCPULines()}
 	for _, c := range AllChecks {
 		row := checkRow{Name: c, N: rep.Verdict.Counts.get(c), BySource: map[string]int64{}}
 		for src, counts := range rep.Verdict.BySource {

@@ -29,6 +29,8 @@ type Report struct {
 	Skipped int64 `json:"skipped"`
 	// BotRequests counts the orders bots sent (every order of every bot visit; a visit is one buyer of Sent).
 	BotRequests int64 `json:"bot_requests,omitempty"`
+	// ToolCPU is the tool's own CPU while firing (absent where the system does not say).
+	ToolCPU *ToolCPU `json:"tool_cpu,omitempty"`
 	// AnsweredRate is the buyers' first requests answered per second of firing.
 	AnsweredRate float64                   `json:"answered_rate"`
 	Counts       map[string]int64          `json:"counts"`
@@ -57,7 +59,7 @@ func (r *Runner) buildReport(started time.Time, snap Snapshot, v Verdict) *Repor
 		OfferedRate: r.cfg.Rate, Sent: r.sent.Load(), Skipped: r.skipped.Load(), BotRequests: r.botRequests.Load(),
 		Counts: map[string]int64{}, Latency: r.stats.Latencies(), Throughput: r.stats.Throughput(),
 		Stock: map[string][]StockPoint{}, Orders: map[string]map[string]int{}, Payments: map[string]map[string]int{},
-		Final: snap.SKUs, Verdict: v, Snapshot: snap,
+		Final: snap.SKUs, Verdict: v, Snapshot: snap, ToolCPU: r.toolCPU,
 	}
 	for o := range nOutcomes {
 		rep.Counts[o.String()] = r.stats.Total(o)
@@ -173,6 +175,9 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  buyers sent %d (skipped %d), answered %.0f/s: accepted %d, sold out %d, limit exceeded %d, errors %d; resends %d\n",
 		rep.Sent, rep.Skipped, rep.AnsweredRate, rep.Counts["accepted"], rep.Counts["sold_out"], rep.Counts["limit_exceeded"], rep.Counts["error"], rep.Counts["duplicate"])
+	for _, l := range rep.toolCPULines() {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	fmt.Fprintf(w, "  %-10s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms")
 	for _, name := range rep.latencyOrder() {
 		l := rep.Latency[name]

@@ -105,21 +105,26 @@ func TestReportHTMLIsSelfContained(t *testing.T) {
 	}
 }
 
-func TestReportFilesRoundTrip(t *testing.T) {
-	rep := sampleReport(t)
-	dir := filepath.Join(t.TempDir(), "out")
-	jsonPath, htmlPath, err := rep.WriteFiles(dir)
+// writeAndReadBack writes the report's files into a new directory and reads report.json back.
+func writeAndReadBack(t *testing.T, rep *Report) (back Report, raw []byte, htmlPath string) {
+	t.Helper()
+	jsonPath, htmlPath, err := rep.WriteFiles(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(jsonPath)
+	raw, err = os.ReadFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Report
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatalf("report.json does not parse: %v", err)
 	}
+	return back, raw, htmlPath
+}
+
+func TestReportFilesRoundTrip(t *testing.T) {
+	rep := sampleReport(t)
+	back, raw, htmlPath := writeAndReadBack(t, rep)
 	if back.RunID != rep.RunID || back.Verdict.LostUnits != 1 || back.Latency["sold_out"].Count != 500 ||
 		len(back.Verdict.Money) != 1 || back.Verdict.Money[0].RefundedCents != 398 {
 		t.Errorf("report.json lost data: run %q lost %d sold_out %d", back.RunID, back.Verdict.LostUnits, back.Latency["sold_out"].Count)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,15 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	for _, m := range rep.Verdict.Money {
 		if m.CapturedCents != m.SentCents || m.CapturedCents != m.AppliedCents+m.RefundedCents || m.WrongAmount == 0 {
 			t.Errorf("money %+v: want every payment sent recorded, captured = applied + refunded, some wrong amounts", m)
+		}
+	}
+	// The tool measured its own CPU while firing (getrusage) and says so.
+	if runtime.GOOS == "linux" {
+		tc := rep.ToolCPU
+		if tc == nil || tc.Seconds <= 0 || tc.Requests < rep.Counts["accepted"]+rep.Counts["sold_out"] || tc.Cores != runtime.NumCPU() {
+			t.Errorf("tool CPU %+v, counts %v", tc, rep.Counts)
+		} else if !strings.Contains(sum.String(), "the tool itself: ") {
+			t.Errorf("the summary does not say what CPU the tool took:\n%s", sum.String())
 		}
 	}
 	if !strings.Contains(progress.String(), "accepted") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,9 @@ type Options struct {
 	Terminal bool
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// CPU is the CPU the tool's process has used so far, read when the firing starts and ends for the
+	// report's ToolCPU (the process's user + system time when nil; ok false leaves ToolCPU out).
+	CPU func() (used time.Duration, ok bool)
 	// DB, when set, is the stack's database, read for the database view instead of opening
 	// Config.MySQLDSN or Config.SQLitePath (tests share the store's pool). Run does not close it.
 	DB *sql.DB
@@ -35,6 +39,7 @@ type Runner struct {
 	db    *DBReader
 
 	fireStart, fireEnd time.Time
+	toolCPU            *ToolCPU  // the tool's own CPU while firing (nil when the system does not say)
 	fireUntil          time.Time // when the firing is to end (bots start no order after it)
 	sent, skipped      atomic.Int64
 	botRequests        atomic.Int64 // orders sent by bots (every attempt of every visit)
@@ -82,6 +87,9 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
+	if opts.CPU == nil {
+		opts.CPU = processCPU
+	}
 	r := &Runner{
 		cfg:      cfg,
 		opts:     opts,
@@ -126,7 +134,11 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	r.follow, r.stopFollow = context.WithCancel(ctx)
 	defer r.stopFollow()
 	r.setPhase("firing")
+	cpu0, cpuOK := opts.CPU()
 	r.fire(ctx)
+	if cpu1, ok := opts.CPU(); cpuOK && ok {
+		r.toolCPU = &ToolCPU{Seconds: (cpu1 - cpu0).Seconds(), Requests: r.stats.All(), Cores: runtime.NumCPU()}
+	}
 	r.setPhase("asking again where the answer was lost")
 	unknown := r.resolve(ctx)
 	r.mu.Lock()

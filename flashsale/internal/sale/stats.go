@@ -85,6 +85,15 @@ func (s *Stats) Error(kind, msg string) {
 // Total is the number of requests of an outcome so far.
 func (s *Stats) Total(o Outcome) int64 { return s.total[o].Load() }
 
+// All is the number of requests of every outcome so far.
+func (s *Stats) All() int64 {
+	var n int64
+	for o := range nOutcomes {
+		n += s.total[o].Load()
+	}
+	return n
+}
+
 // ThroughputPoint is one second of the run: requests finished in it, per outcome.
 type ThroughputPoint struct {
 	T      float64          `json:"t"`
