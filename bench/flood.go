@@ -260,6 +260,9 @@ type floodLine struct {
 	Lost, LostNoFlood, LostFlood           int64
 	ErrorsNoFlood, ErrorsFlood             int64
 	Timeouts, FloodErrors, FloodTimeouts   int64
+	// ToolCPUNoFlood and ToolCPUFlood are the share of the machine's CPU flashsale itself took in each phase, in
+	// percent (-1 when its line does not say).
+	ToolCPUNoFlood, ToolCPUFlood float64
 }
 
 // parseFloodLine reads the last FLOOD line of out; every field the row needs must be there.
@@ -338,6 +341,11 @@ func parseFloodLine(out string) (floodLine, error) {
 	count("timeouts", &fl.Timeouts)
 	count("flood_errors", &fl.FloodErrors)
 	count("flood_timeouts", &fl.FloodTimeouts)
+	fl.ToolCPUNoFlood, fl.ToolCPUFlood = -1, -1
+	if _, ok := kv["tool_cpu_flood"]; ok {
+		num("tool_cpu_no_flood", &fl.ToolCPUNoFlood)
+		num("tool_cpu_flood", &fl.ToolCPUFlood)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fl, fmt.Errorf("FLOOD line: %w", err)
 	}
@@ -376,6 +384,14 @@ func (fl floodLine) pair() pair {
 			"(target p99 < %s %s), %d other answers (%d timeouts); winners without an answer (lost): %d (%d timeouts)",
 			fl.Concurrency, fl.Window, fl.FloodRate, fl.X, fl.FloodOffered, fl.FloodSkipped, fl.FloodAnswer,
 			roundLat(fl.SoldOutP50), roundLat(fl.SoldOutP99), soldOutP99Target, mark, fl.FloodErrors, fl.FloodTimeouts,
-			fl.Lost, fl.Timeouts),
+			fl.Lost, fl.Timeouts) + fl.toolCPUText(),
 	}
+}
+
+// toolCPUText is the comment's words on the CPU flashsale itself took ("" when its line does not say).
+func (fl floodLine) toolCPUText() string {
+	if fl.ToolCPUFlood < 0 {
+		return ""
+	}
+	return fmt.Sprintf("; flashsale itself took %.1f %% of the machine's CPU without the flood, %.1f %% with it", fl.ToolCPUNoFlood, fl.ToolCPUFlood)
 }

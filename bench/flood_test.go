@@ -26,7 +26,8 @@ func TestParseFloodLine(t *testing.T) {
 		FloodSkipped: 3, SoldOutCount: 19804, SoldOutP50: 1500 * time.Microsecond, SoldOutP99: 25 * time.Millisecond,
 		AcceptedP50NoFlood: 600 * time.Millisecond, AcceptedP99NoFlood: 1200 * time.Millisecond,
 		AcceptedP50Flood: 700 * time.Millisecond, AcceptedP99Flood: 1500500 * time.Microsecond,
-		Lost: 2, LostFlood: 2, ErrorsNoFlood: 1, Timeouts: 2, FloodErrors: 4, FloodTimeouts: 1}
+		Lost: 2, LostFlood: 2, ErrorsNoFlood: 1, Timeouts: 2, FloodErrors: 4, FloodTimeouts: 1,
+		ToolCPUNoFlood: -1, ToolCPUFlood: -1} // a flashsale from before its CPU was in the line
 	if fl != want {
 		t.Errorf("parsed\n%+v\nwant\n%+v", fl, want)
 	}
@@ -48,6 +49,25 @@ func TestParseFloodLine(t *testing.T) {
 		if !strings.Contains(p.Comment, w) {
 			t.Errorf("comment lacks %q: %s", w, p.Comment)
 		}
+	}
+}
+
+func TestParseFloodLineReadsTheToolsCPU(t *testing.T) {
+	fl, err := parseFloodLine(sampleFlood + " tool_cpu_no_flood=3.2% tool_cpu_flood=11.5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl.ToolCPUNoFlood != 3.2 || fl.ToolCPUFlood != 11.5 {
+		t.Errorf("tool CPU %g %% / %g %%, want 3.2 / 11.5", fl.ToolCPUNoFlood, fl.ToolCPUFlood)
+	}
+	if c := fl.pair().Comment; !strings.Contains(c, "flashsale itself took 3.2 % of the machine's CPU without the flood, 11.5 % with it") {
+		t.Errorf("comment: %s", c)
+	}
+	if c := (floodLine{ToolCPUNoFlood: -1, ToolCPUFlood: -1}).pair().Comment; strings.Contains(c, "flashsale itself") {
+		t.Errorf("a line without the tool's CPU: %s", c)
+	}
+	if _, err := parseFloodLine(sampleFlood + " tool_cpu_flood=11.5%"); err == nil || !strings.Contains(err.Error(), "no tool_cpu_no_flood") {
+		t.Errorf("half of the tool's CPU: %v", err)
 	}
 }
 

@@ -60,6 +60,8 @@ type FloodPhase struct {
 	// ErrorKinds counts the errors and lost answers by kind ("winner …" or "flood …"); a few messages too.
 	ErrorKinds   map[string]int64 `json:"error_kinds"`
 	ErrorSamples []string         `json:"error_samples"`
+	// ToolCPU is the tool's own CPU over the phase, winners and flood (absent where the system does not say).
+	ToolCPU *ToolCPU `json:"tool_cpu,omitempty"`
 }
 
 func perSecond(n int64, d time.Duration) float64 {
@@ -81,6 +83,7 @@ func (p FloodPhase) OfferedRate() float64 { return perSecond(p.FloodSent+p.Flood
 // FloodResult is the flood pair: the phase without the flood and the phase with it.
 type FloodResult struct {
 	RunID       string        `json:"run_id"`
+	Target      string        `json:"target"`
 	X           float64       `json:"x"`
 	Concurrency int           `json:"concurrency"`
 	Warmup      time.Duration `json:"warmup"`
@@ -140,6 +143,11 @@ func (r FloodResult) Line() string {
 		fmt.Sprintf("flood_errors=%d", f.FloodErrors),
 		fmt.Sprintf("flood_timeouts=%d", f.FloodTimeouts),
 	}
+	for _, p := range []FloodPhase{n, f} {
+		if p.ToolCPU != nil {
+			fields = append(fields, fmt.Sprintf("tool_cpu_%s=%.1f%%", strings.ReplaceAll(p.Name, " ", "_"), p.ToolCPU.Share(p.Fired.Seconds())*100))
+		}
+	}
 	return "FLOOD " + strings.Join(fields, " ")
 }
 
@@ -158,6 +166,13 @@ func (r FloodResult) WriteSummary(w io.Writer) {
 		mark = "missed"
 	}
 	fmt.Fprintf(w, "  accepted during the flood: %.1f%% of the rate without it (target %.0f%%: %s); lost answers %d\n", r.Ratio()*100, FloodTarget*100, mark, r.Lost())
+	for _, p := range []FloodPhase{n, f} {
+		if p.ToolCPU != nil {
+			for _, l := range p.ToolCPU.lines(p.Fired.Seconds(), r.Target) {
+				fmt.Fprintf(w, "  %-8s %s\n", p.Name, l)
+			}
+		}
+	}
 	for _, p := range []FloodPhase{n, f} {
 		if len(p.ErrorKinds) == 0 {
 			continue
@@ -190,9 +205,7 @@ type floodRun struct {
 // three SKUs (<prefix>win-1, <prefix>win-2, <prefix>gone), checks that the sold-out one is answered sold out,
 // and runs the two phases back to back. A cancelled ctx ends it with an error.
 func FloodPair(ctx context.Context, cfg Config, opts Options) (*FloodResult, error) {
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
-	}
+	opts = opts.withDefaults()
 	f := &floodRun{cfg: cfg, opts: opts,
 		c: NewClient(cfg.Target, cfg.AdminToken, cfg.WebhookSecret, cfg.Concurrency+cfg.FloodInflight, cfg.RequestTimeout)}
 	defer f.c.Close()
@@ -209,7 +222,7 @@ func FloodPair(ctx context.Context, cfg Config, opts Options) (*FloodResult, err
 	if err != nil || a.Status != http.StatusConflict || !soldOut(a.Problem) {
 		return nil, fmt.Errorf("an order of %s (stock 0) was not answered 409 sold-out: %s", gone, failure(a, err))
 	}
-	res := &FloodResult{RunID: cfg.RunID, X: cfg.FloodX, Concurrency: cfg.Concurrency, Warmup: cfg.FloodWarmup}
+	res := &FloodResult{RunID: cfg.RunID, Target: cfg.Target, X: cfg.FloodX, Concurrency: cfg.Concurrency, Warmup: cfg.FloodWarmup}
 	res.NoFlood = f.phase(ctx, "no flood", "w1", win1, "", 0)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -251,6 +264,7 @@ func (f *floodRun) phase(ctx context.Context, name, tag, sku, floodSKU string, r
 	fmt.Fprintf(f.opts.Progress, "flashsale flood: phase %q starts: counted after %s for %s\n", name, cfg.FloodWarmup, cfg.Duration)
 	pctx, cancel := context.WithDeadline(ctx, to)
 	defer cancel()
+	took := startToolCPU(f.opts.CPU)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		closedLoop(pctx, cfg.Concurrency, func(seq int64) {
@@ -305,6 +319,7 @@ func (f *floodRun) phase(ctx context.Context, name, tag, sku, floodSKU string, r
 	}
 	wg.Go(func() { f.progress(pctx, name, start, st, &requests, &sent, &skipped) })
 	wg.Wait()
+	p.ToolCPU = took(requests.Load() + sent.Load())
 	p.Fired = to.Sub(start)
 	lat := st.Latencies()
 	p.WinnerRequests, p.Accepted, p.AcceptedLatency = requests.Load(), st.Total(OutAccepted), lat[OutAccepted.String()]

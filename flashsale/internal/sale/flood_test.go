@@ -147,7 +147,11 @@ func TestFloodPairPhasesRatesAndCounts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	res, err := sale.FloodPair(ctx, cfg, sale.Options{Progress: &syncWriter{w: &progress}})
+	// The process's CPU as the tool reads it: each reading a second more than the last, so each phase (read at
+	// its start and its end) spent one.
+	var cpuReads atomic.Int64
+	cpu := func() (time.Duration, bool) { return time.Duration(cpuReads.Add(1)) * time.Second, true }
+	res, err := sale.FloodPair(ctx, cfg, sale.Options{Progress: &syncWriter{w: &progress}, CPU: cpu})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +160,17 @@ func TestFloodPairPhasesRatesAndCounts(t *testing.T) {
 	t.Logf("\n%s", sum.String())
 
 	n, f := res.NoFlood, res.Flood
+	if cpuReads.Load() != 4 {
+		t.Errorf("the CPU was read %d times, want at the start and the end of each phase", cpuReads.Load())
+	}
+	for _, p := range []sale.FloodPhase{n, f} {
+		if p.ToolCPU == nil || p.ToolCPU.Seconds != 1 || p.ToolCPU.Requests != p.WinnerRequests+p.FloodSent {
+			t.Errorf("%s: tool CPU %+v, want 1 s over %d requests", p.Name, p.ToolCPU, p.WinnerRequests+p.FloodSent)
+		}
+		if want := fmt.Sprintf("  %-8s the tool itself: 1.0 s of CPU", p.Name); !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
 	if n.FloodSent != 0 || n.SoldOut != 0 || n.FloodRate != 0 {
 		t.Errorf("phase 1 had a flood: %+v", n)
 	}
@@ -207,7 +222,8 @@ func TestFloodPairPhasesRatesAndCounts(t *testing.T) {
 	}
 	line := res.Line()
 	for _, want := range []string{"FLOOD accepted_no_flood=", " accepted_flood=", " ratio=", " target=80%", " flood_offered=",
-		" flood_answered=", " soldout_p50=", " soldout_p99=", " accepted_p99_flood=", " lost=0 ", fmt.Sprintf(" errors=%d ", fake.unavail.Load())} {
+		" flood_answered=", " soldout_p50=", " soldout_p99=", " accepted_p99_flood=", " lost=0 ", fmt.Sprintf(" errors=%d ", fake.unavail.Load()),
+		fmt.Sprintf(" tool_cpu_no_flood=%.1f%%", n.ToolCPU.Share(n.Fired.Seconds())*100), " tool_cpu_flood="} {
 		if !strings.Contains(line, want) {
 			t.Errorf("FLOOD line lacks %q: %s", want, line)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +26,20 @@ type Options struct {
 	// DB, when set, is the stack's database, read for the database view instead of opening
 	// Config.MySQLDSN or Config.SQLitePath (tests share the store's pool). Run does not close it.
 	DB *sql.DB
+}
+
+// withDefaults fills what o leaves unset: the clock, a progress that goes nowhere, the process's CPU.
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.CPU == nil {
+		o.CPU = processCPU
+	}
+	return o
 }
 
 // Runner is one flash-sale run.
@@ -81,15 +94,7 @@ const maxSampledSKUs = 20
 // and return the report (not yet written). cfg must have passed Validate. A cancelled ctx stops the
 // firing and the wait early; the report then says the run was not quiet.
 func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
-	}
-	if opts.CPU == nil {
-		opts.CPU = processCPU
-	}
+	opts = opts.withDefaults()
 	r := &Runner{
 		cfg:      cfg,
 		opts:     opts,
@@ -134,11 +139,9 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	r.follow, r.stopFollow = context.WithCancel(ctx)
 	defer r.stopFollow()
 	r.setPhase("firing")
-	cpu0, cpuOK := opts.CPU()
+	took := startToolCPU(opts.CPU)
 	r.fire(ctx)
-	if cpu1, ok := opts.CPU(); cpuOK && ok {
-		r.toolCPU = &ToolCPU{Seconds: (cpu1 - cpu0).Seconds(), Requests: r.stats.All(), Cores: runtime.NumCPU()}
-	}
+	r.toolCPU = took(r.stats.All())
 	r.setPhase("asking again where the answer was lost")
 	unknown := r.resolve(ctx)
 	r.mu.Lock()

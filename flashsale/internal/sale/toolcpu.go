@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"time"
 )
 
@@ -19,6 +20,19 @@ type ToolCPU struct {
 	Requests int64 `json:"requests"`
 	// Cores is the machine's logical CPUs (runtime.NumCPU).
 	Cores int `json:"cores"`
+}
+
+// startToolCPU reads the process's CPU now; the function it returns reads it again and gives what was spent in
+// between over requests (nil when cpu cannot say).
+func startToolCPU(cpu func() (time.Duration, bool)) func(requests int64) *ToolCPU {
+	before, ok := cpu()
+	return func(requests int64) *ToolCPU {
+		after, ok2 := cpu()
+		if !ok || !ok2 {
+			return nil
+		}
+		return &ToolCPU{Seconds: (after - before).Seconds(), Requests: requests, Cores: runtime.NumCPU()}
+	}
 }
 
 // PerRequest is the tool's CPU per request timed while firing (0 without requests).
