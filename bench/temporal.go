@@ -40,7 +40,7 @@ const (
 )
 
 // workerOptions are the order worker's production options (platform.WorkerOptions with WORKER_CONCURRENCY
-// 200), with pollers as -pollers says (0 = the SDK's default, as in production).
+// 200), with pollers as -pollers says (0 = the order worker's, platform.WithOrderPollers, as in production).
 func workerOptions(o opts) worker.Options {
 	return worker.Options{MaxConcurrentActivityExecutionSize: 200, MaxConcurrentWorkflowTaskExecutionSize: 200,
 		MaxConcurrentWorkflowTaskPollers: o.wftPollers, MaxConcurrentActivityTaskPollers: o.wftPollers}
@@ -83,7 +83,7 @@ func newTEnv(ctx context.Context, o opts, c client.Client, stores string) (*tenv
 	acts := &activities.Activities{Redis: rs, Store: store}
 	workers = append(workers, platform.NewWorker(c, acts, workerOptions(o)))
 	for _, q := range []string{bareLocalQueue, bareRemoteQueue, bareUpsertQueue, bareStartSAQueue} {
-		w := worker.New(c, q, workerOptions(o))
+		w := worker.New(c, q, platform.WithOrderPollers(workerOptions(o))) // polling as the order worker does
 		w.RegisterWorkflow(BareOrderWorkflow)
 		w.RegisterActivity(NoopStep)
 		workers = append(workers, w)

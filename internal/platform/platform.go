@@ -187,28 +187,29 @@ func NewActivities(c client.Client, rs *redisstock.Store, st *sqlstore.Store, cf
 
 // NewWorker builds the order worker on c: every workflow of workflows/ and acts registered on the task
 // queue, every failed attempt of a local activity logged (LocalActivityFailures, innermost after opts'
-// interceptors), and its workflow task pollers split between the sticky and the normal queue
-// (workflowTaskPollers) unless opts sets how they poll.
+// interceptors), and its workflow task pollers as WithOrderPollers sets them.
 func NewWorker(c client.Client, acts *activities.Activities, opts worker.Options) worker.Worker {
-	if opts.WorkflowTaskPollerBehavior == nil && opts.MaxConcurrentWorkflowTaskPollers == 0 {
-		opts.WorkflowTaskPollerBehavior = workflowTaskPollers()
-	}
+	opts = WithOrderPollers(opts)
 	opts.Interceptors = append(append([]interceptor.WorkerInterceptor(nil), opts.Interceptors...), &LocalActivityFailures{})
 	w := worker.New(c, workflows.TaskQueue, opts)
 	workflows.Register(w, acts)
 	return w
 }
 
-// workflowTaskPollers is how the order worker polls for workflow tasks. With the SDK's default (two pollers,
-// each choosing its queue per poll), every poll goes to the worker's sticky queue while that queue has a
-// backlog: the timers of orders already in the worker's cache (a wave of payment deadlines: every order of
-// the sale's first minutes expires together) fill it, and the first task of a new order, which waits on
-// the task queue's normal queue, is not polled until the wave is through. A sale that outlasts the payment
-// window then accepts nothing, and its buyers time out (BENCHMARKS.md, "The expiry wave"). Autoscaling
-// pollers keep a poll open on each queue whatever the other's backlog, so new orders and expiries share
-// the worker.
-func workflowTaskPollers() worker.PollerBehavior {
-	return worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+// WithOrderPollers is opts with the order worker's workflow task pollers, unless opts sets how they poll
+// (MaxConcurrentWorkflowTaskPollers or WorkflowTaskPollerBehavior). With the SDK's default (two pollers, each
+// choosing its queue per poll), every poll goes to the worker's sticky queue while that queue has a backlog:
+// the timers of orders already in the worker's cache (a wave of payment deadlines: every order of the sale's
+// first minutes expires together) fill it, and the first task of a new order, which waits on the task
+// queue's normal queue, is not polled until the wave is through. A sale that outlasts the payment window then
+// accepts nothing, and its buyers time out (BENCHMARKS.md, "The expiry wave"). Autoscaling pollers keep a poll
+// open on each queue whatever the other's backlog, so new orders and expiries share the worker. The benchmark
+// gives its bare workflows' workers the same pollers.
+func WithOrderPollers(opts worker.Options) worker.Options {
+	if opts.WorkflowTaskPollerBehavior == nil && opts.MaxConcurrentWorkflowTaskPollers == 0 {
+		opts.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	}
+	return opts
 }
 
 // StartWorker builds (NewWorker) and starts the order worker on c. The worker command, the local stack and
