@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&o.mysqlDSN, "mysql", orDefault(getenv("MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "MySQL/MariaDB DSN; the benchmark creates and drops a database of its own")
 	fs.BoolVar(&o.sqlite, "sqlite", true, "also run the DB pair on SQLite (the local stack's database)")
 	fs.StringVar(&stores, "temporal", "real,localstack", "setups of the Temporal pair: real (temporaltest, Redis + MariaDB), embedded (temporaltest, miniredis + SQLite), localstack (the local stack's file-backed server, miniredis + SQLite, and candidate server settings)")
-	fs.IntVar(&o.wftPollers, "pollers", 0, "workflow and activity task pollers of every worker of the Temporal pair (0 = the SDK default, as the worker runs)")
+	fs.IntVar(&o.wftPollers, "pollers", 0, "workflow and activity task pollers of every worker of the Temporal pair (0 = as the order worker polls: autoscaling workflow task pollers, platform.WithOrderPollers)")
 	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each real side of the HTTP, Temporal and DB pairs, and of the local stack during each phase of the flood pair, into this directory")
 	fs.DurationVar(&o.floodDur, "flood-duration", 20*time.Second, "counted time of each phase of the flood pair (one run, not -rounds)")
 	fs.DurationVar(&o.floodWarmup, "flood-warmup", 2*time.Second, "uncounted time before each phase of the flood pair")
