@@ -196,6 +196,10 @@ func NewWorker(c client.Client, acts *activities.Activities, opts worker.Options
 	return w
 }
 
+// orderPollers is the most polls for workflow tasks the order worker keeps open on each of its queues (the
+// normal one and its sticky one).
+const orderPollers = 2
+
 // WithOrderPollers is opts with the order worker's workflow task pollers, unless opts sets how they poll
 // (MaxConcurrentWorkflowTaskPollers or WorkflowTaskPollerBehavior). With the SDK's default (two pollers, each
 // choosing its queue per poll), every poll goes to the worker's sticky queue while that queue has a backlog:
@@ -205,9 +209,15 @@ func NewWorker(c client.Client, acts *activities.Activities, opts worker.Options
 // accepts nothing, and its buyers time out (BENCHMARKS.md, "The expiry wave"). Autoscaling pollers keep a poll
 // open on each queue whatever the other's backlog, so new orders and expiries share the worker. The benchmark
 // gives its bare workflows' workers the same pollers.
+//
+// At most orderPollers polls of each queue: the sticky queue's polls, growing with its backlog toward their
+// most, hold back the normal queue's second poll until they reach it, so with the SDK's most (100) a wave
+// still left new orders one poll and some of their buyers timed out; with two of each none did.
 func WithOrderPollers(opts worker.Options) worker.Options {
 	if opts.WorkflowTaskPollerBehavior == nil && opts.MaxConcurrentWorkflowTaskPollers == 0 {
-		opts.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+		opts.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{
+			InitialNumberOfPollers: orderPollers, MaximumNumberOfPollers: orderPollers,
+		})
 	}
 	return opts
 }
