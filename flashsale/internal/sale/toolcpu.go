@@ -62,7 +62,7 @@ func (c ToolCPU) lines(fireSeconds float64, target string) []string {
 	out := []string{fmt.Sprintf("the tool itself: %.1f s of CPU while firing for %.1f s (%.0f %% of this machine's %d cores), %s per request",
 		c.Seconds, fireSeconds, share*100, c.Cores, c.PerRequest().Round(time.Microsecond))}
 	if share > sharedMachineShare && loopback(target) {
-		out = append(out, fmt.Sprintf("the stack runs on this machine (%s): the tool took %.0f %% of its CPU, so the stack's rates are lower and its latencies higher than on a machine of its own; run the tool elsewhere for the stack's own figures",
+		out = append(out, fmt.Sprintf("the target is on this machine (%s): if the stack runs here, the tool took %.0f %% of its CPU, so the stack's rates are lower and its latencies higher than on a machine of its own; run the tool elsewhere for the stack's own figures",
 			target, share*100))
 	}
 	return out

@@ -14,7 +14,7 @@ func TestReportSaysWhatCPUTheToolTook(t *testing.T) {
 	rep.WriteSummary(&sum)
 	for _, want := range []string{
 		"the tool itself: 8.0 s of CPU while firing for 10.0 s (40 % of this machine's 2 cores), 200µs per request",
-		"the stack runs on this machine (http://127.0.0.1:8080): the tool took 40 % of its CPU",
+		"the target is on this machine (http://127.0.0.1:8080): if the stack runs here, the tool took 40 % of its CPU",
 	} {
 		if !strings.Contains(sum.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum.String())
@@ -48,7 +48,7 @@ func TestToolCPUWarnsOnlyForAStackOnThisMachine(t *testing.T) {
 	}
 	for _, c := range cases {
 		lines := ToolCPU{Seconds: c.seconds, Requests: 1000, Cores: 2}.lines(10, c.target)
-		warned := len(lines) == 2 && strings.Contains(lines[1], "the stack runs on this machine")
+		warned := len(lines) == 2 && strings.Contains(lines[1], "the target is on this machine")
 		if warned != c.warn {
 			t.Errorf("%s, %.1f s of CPU: warned %v, want %v (%q)", c.target, c.seconds, warned, c.warn, lines)
 		}
