@@ -25,6 +25,9 @@ func TestPlace_Idempotency(t *testing.T) {
 
 	t.Run("same_key_same_request_replays_the_first_answer", func(t *testing.T) {
 		t.Parallel()
+		// A service of its own on the same saga: its count of placements is not moved by the subtests running
+		// beside it on e.
+		e := serviceOn(t, e.Env)
 		lines := []ordersaga.Line{{SKU: "SKU-1", Qty: 1}, {SKU: "SKU-2", Qty: 3}}
 		first := want(t, e.place("k-replay", "u-2", lines...), placement.Reserved)
 		if id := e.KeyOrderID(t, "u-2", "k-replay"); first.OrderID != id || first.Order.OrderID != id {
