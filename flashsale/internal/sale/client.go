@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,7 +22,9 @@ import (
 // Client speaks the order API (docs/http-api.md).
 type Client struct {
 	base   string
+	pool   *connPool // a plain http:// target: the tool's own connections (conn.go)
 	hc     *http.Client
+	tmo    time.Duration
 	admin  string
 	secret string
 	now    func() time.Time
@@ -41,7 +44,9 @@ func NewClient(base, adminToken, webhookSecret string, maxConns int, timeout tim
 	secret, _, _ := strings.Cut(webhookSecret, ",")
 	return &Client{
 		base:   strings.TrimRight(base, "/"),
+		pool:   newConnPool(base, maxConns),
 		hc:     &http.Client{Transport: tr, Timeout: timeout},
+		tmo:    timeout,
 		admin:  adminToken,
 		secret: strings.TrimSpace(secret),
 		now:    time.Now,
@@ -49,7 +54,12 @@ func NewClient(base, adminToken, webhookSecret string, maxConns int, timeout tim
 }
 
 // Close drops the idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+func (c *Client) Close() {
+	if c.pool != nil {
+		c.pool.close()
+	}
+	c.hc.CloseIdleConnections()
+}
 
 // Problem is the part of an application/problem+json body the tool reads. It stays the tool's own on purpose:
 // the API's (internal/api.Problem) carries the server's unexported kind and lives in the HTTP server's package,
@@ -96,40 +106,53 @@ func (e *APIError) Error() string {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, hdr http.Header, body []byte) (Answer, error) {
+	if body != nil {
+		hdr = hdr.Clone()
+		if hdr == nil {
+			hdr = http.Header{}
+		}
+		hdr.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	ex, err := c.exchange(ctx, method, path, hdr, body)
+	a := Answer{Status: ex.status, Body: ex.body, Latency: time.Since(start)}
+	if err != nil {
+		return a, err
+	}
+	a.Replayed = ex.header.Get("Idempotent-Replayed") == "true"
+	if ra := ex.header.Get("Retry-After"); ra != "" {
+		if secs, perr := strconv.Atoi(ra); perr == nil {
+			a.RetryAfter = time.Duration(secs) * time.Second
+		}
+	}
+	if ex.status >= 400 {
+		_ = json.Unmarshal(ex.body, &a.Problem)
+	}
+	return a, nil
+}
+
+// exchange sends one request and reads its answer: over the tool's own connections to a plain http://
+// target, else through net/http.
+func (c *Client) exchange(ctx context.Context, method, path string, hdr http.Header, body []byte) (exchanged, error) {
+	if c.pool != nil {
+		return c.pool.exchange(ctx, method, path, hdr, body, c.tmo)
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return Answer{}, err
+		return exchanged{}, err
 	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	start := time.Now()
+	maps.Copy(req.Header, hdr)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return Answer{Latency: time.Since(start)}, err
+		return exchanged{}, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	a := Answer{Status: resp.StatusCode, Body: raw, Latency: time.Since(start), Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
-	if err != nil {
-		return a, err
-	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if secs, perr := strconv.Atoi(ra); perr == nil {
-			a.RetryAfter = time.Duration(secs) * time.Second
-		}
-	}
-	if resp.StatusCode >= 400 {
-		_ = json.Unmarshal(raw, &a.Problem)
-	}
-	return a, nil
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	return exchanged{status: resp.StatusCode, header: resp.Header, body: raw}, err
 }
 
 func (c *Client) want(op string, a Answer, err error, status int, into any) error {
