@@ -52,15 +52,6 @@ type Order struct {
 	ClosedReason string     `json:"closed_reason,omitempty"`
 }
 
-// Amount is the sum of qty × unit price over the lines.
-func Amount(lines []Line) int64 {
-	var sum int64
-	for _, l := range lines {
-		sum += l.Qty * l.UnitPriceCents
-	}
-	return sum
-}
-
 // PaymentResult is what became of one payment event (the webhook's `result`, and payments.result).
 type PaymentResult string
 

@@ -139,7 +139,7 @@ func (h *harness) mockActivities() {
 				return h.deduct(ctx, in.DeductInput)
 			}
 			lines := priced(in.Lines)
-			return ordersaga.DeductResult{Lines: lines, AmountCents: ordersaga.Amount(lines)}, nil
+			return ordersaga.DeductResult{Lines: lines, AmountCents: mustAmount(lines)}, nil
 		})
 	h.env.OnActivity(a.ConfirmLines, mock.Anything, mock.Anything).Maybe().Return(
 		func(_ context.Context, in activities.ConfirmInput) error {
@@ -282,7 +282,16 @@ func priced(lines []ordersaga.Line) []ordersaga.Line {
 	return out
 }
 
-func (h *harness) amount() int64 { return ordersaga.Amount(priced(h.in.Lines)) }
+func (h *harness) amount() int64 { return mustAmount(priced(h.in.Lines)) }
+
+// mustAmount is the lines' amount; the tests' prices always fit.
+func mustAmount(lines []ordersaga.Line) int64 {
+	a, err := ordersaga.Amount(lines)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
 
 func (h *harness) payBy() time.Time { return testStart.Add(h.in.PaymentTimeout) }
 
@@ -364,7 +373,7 @@ func (h *harness) recordCall(p PaymentSignal, result ordersaga.PaymentResult, de
 func (h *harness) wantOrder(s ordersaga.Status, reason string, lines []ordersaga.Line, payBy, paidAt *time.Time) ordersaga.Order {
 	return ordersaga.Order{
 		OrderID: h.in.OrderID, UserID: h.in.UserID, Status: s, Lines: lines,
-		AmountCents: ordersaga.Amount(lines), PayBy: payBy, PaidAt: paidAt, ClosedReason: reason,
+		AmountCents: mustAmount(lines), PayBy: payBy, PaidAt: paidAt, ClosedReason: reason,
 	}
 }
 

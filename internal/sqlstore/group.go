@@ -224,7 +224,8 @@ func (g *groupCommit) runBatch(batch []*deductReq) {
 		g.batched.Add(int64(len(taken)))
 		for i, r := range taken {
 			l := []ordersaga.Line{lines[i]}
-			r.done <- deductOutcome{res: ordersaga.DeductResult{Lines: l, AmountCents: ordersaga.Amount(l)}}
+			amount, err := ordersaga.Amount(l) // checked by insertOrders in the transaction
+			r.done <- deductOutcome{res: ordersaga.DeductResult{Lines: l, AmountCents: amount}, err: err}
 		}
 		// The orders the batch left out (a ledger row of theirs exists: a retry, or compensated first) run
 		// after it, in arrival order, before the repeats.

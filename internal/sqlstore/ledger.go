@@ -67,7 +67,8 @@ func (s *Store) deductOne(ctx context.Context, in ordersaga.DeductInput) (orders
 	if err != nil {
 		return ordersaga.DeductResult{}, err
 	}
-	return ordersaga.DeductResult{Lines: lines, AmountCents: ordersaga.Amount(lines)}, nil
+	amount, err := ordersaga.Amount(lines) // checked by insertOrder in the transaction
+	return ordersaga.DeductResult{Lines: lines, AmountCents: amount}, err
 }
 
 // errRepriced means a line's price changed between the transaction's read and its UPDATE: run it again.

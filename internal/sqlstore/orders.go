@@ -18,10 +18,18 @@ func (s *Store) insertOrder(tx *gorm.DB, r ordersaga.OrderRecord, now time.Time)
 // insertOrders records orders and their lines: one INSERT for the orders, one for the lines. A duplicate
 // order ID fails it (isDuplicate), and with several rows on SQLite the whole transaction (insertRows).
 func (s *Store) insertOrders(tx *gorm.DB, recs []ordersaga.OrderRecord, now time.Time) error {
+	amounts := make([]int64, len(recs))
+	for i, r := range recs {
+		a, err := ordersaga.Amount(r.Lines)
+		if err != nil {
+			return fmt.Errorf("order %s: %w", r.OrderID, err)
+		}
+		amounts[i] = a
+	}
 	if err := s.insertRows(tx, "orders", []string{"order_id", "user_id", "status", "amount_cents", "currency", "pay_by", "closed_reason", "created_at", "updated_at"},
 		len(recs), func(i int, args []any) []any {
 			r := recs[i]
-			return append(args, r.OrderID, r.UserID, string(r.Status), ordersaga.Amount(r.Lines), r.Currency, r.PayBy,
+			return append(args, r.OrderID, r.UserID, string(r.Status), amounts[i], r.Currency, r.PayBy,
 				nullable(clip(r.ClosedReason, closedReasonChars)), now, now)
 		}); err != nil {
 		return err

@@ -15,7 +15,10 @@ func (r *Runner) followUp(ctx context.Context, orderID string, p plan) {
 	r.mu.Lock()
 	o := *r.orders[orderID]
 	r.mu.Unlock()
-	amount := ordersaga.Amount(o.Lines)
+	amount, err := ordersaga.Amount(o.Lines)
+	if err != nil {
+		return // prices the API could not have answered: the order is left to expire
+	}
 	switch o.Action {
 	case ActionPay, ActionWrongThenPay, ActionWrongPay:
 		if o.Action != ActionPay {
