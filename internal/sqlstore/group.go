@@ -35,7 +35,8 @@ import (
 // batch's outcome is always the one of its orders deducted one after the other, and every anomaly keeps the
 // single-order path's guarantee: a retry answers AlreadyDone, a compensated or closed order is refused, at the
 // sold-out boundary the first orders to arrive get the units and the rest SoldOut, one order over its limit
-// is refused alone. A batch that finds the SKU out of stock answers SoldOut to all without running them.
+// is refused alone. A batch that finds the SKU out of stock answers SoldOut to all it ran, at once; the orders
+// it left out (a retry, compensated first) still go through the single-order path.
 //
 // An order waits at most for the transaction in flight on its SKU (a few milliseconds) before its own runs; a
 // SKU with nothing in flight runs an order at once, alone, through the single-order transaction. Orders of
@@ -231,9 +232,13 @@ func (g *groupCommit) runBatch(batch []*deductReq) {
 		// after it, in arrival order, before the repeats.
 		after = append(notIn(first, taken), after...)
 	case errors.Is(err, errBatchSoldOut):
-		for _, r := range first {
+		// Sold out to the orders the batch ran, and to them only: one it left out holds its unit already (the
+		// retry of a deduct that took the last one) or was compensated first, and the single-order path
+		// answers it (AlreadyDone, Compensated), after the others, in arrival order.
+		for _, r := range taken {
 			r.done <- deductOutcome{err: &ordersaga.SoldOutError{SKU: r.in.Lines[0].SKU}}
 		}
+		after = append(notIn(first, taken), after...)
 	default:
 		// errFallback, or the batch's transaction failed (a lost deadlock past its retries, a dropped
 		// connection): each order gets its own transaction and its own answer.
@@ -266,7 +271,8 @@ func notIn(all, some []*deductReq) []*deductReq {
 // groupTx is one attempt of a batch's transaction (distinct orders of one SKU). It leaves out the orders that
 // have a ledger row of the SKU already (a retry of a committed deduct, an order compensated first: the
 // single-order path decides them), deducts the others and returns them with their lines, priced. It returns
-// errFallback when an order would not be deducted as the others are.
+// errFallback when an order would not be deducted as the others are, and errBatchSoldOut with the orders it
+// ran (the ones left out are not sold out: the single-order path answers them) when the SKU has no unit left.
 func (s *Store) groupTx(tx *gorm.DB, batch []*deductReq) ([]*deductReq, []ordersaga.Line, error) {
 	now := s.now()
 	sku := batch[0].in.Lines[0].SKU
@@ -372,7 +378,7 @@ func (s *Store) groupTx(tx *gorm.DB, batch []*deductReq) ([]*deductReq, []orders
 			return nil, nil, fmt.Errorf("deduct batch of %s: stock: %w", sku, err)
 		}
 		if len(rows) == 1 && rows[0].Stock == 0 && rows[0].PriceCents == price && rows[0].PerUserLimit == limit {
-			return nil, nil, errBatchSoldOut
+			return batch, nil, errBatchSoldOut
 		}
 		return nil, nil, errFallback // not enough for all (the first to arrive get it), or repriced
 	}

@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ordersaga/ordersaga"
@@ -154,6 +154,31 @@ func TestGroupDeduct_SoldOutBoundaryInArrivalOrder(t *testing.T) {
 	checkLedger(t, store, "o6")
 }
 
+// A batch that finds the SKU out of stock answers sold out only to the orders it ran: the retry of a deduct
+// that took the last unit (its first answer lost) answers AlreadyDone, and an order compensated first answers
+// as compensated, though the rest of their batch is sold out. Answered sold out, the winner's workflow would
+// reject its order and give back the unit it bought.
+func TestGroupDeduct_SoldOutBatchAnswersOnlyTheOrdersItRan(t *testing.T) {
+	t.Parallel()
+	store := testenv.MustOpenStoreWith(t, testenv.Item{SKU: "H", Stock: 1, Price: 100})
+	ctx := t.Context()
+	if _, err := store.Deduct(ctx, deductIn("won", line("H", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Restore(ctx, "gone", []ordersaga.Line{line("H", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	res := runBatch(t, store, []string{"again", "sold out", "compensated", "sold out"}, sqlstore.DeductBatchStats{},
+		deductIn("won", line("H", 1)), deductIn("late", line("H", 1)), deductIn("gone", line("H", 1)), deductIn("later", line("H", 1)))
+	if res[0].AmountCents != 100 || len(res[0].Lines) != 1 {
+		t.Errorf("the winner's retry answered %+v, want its first attempt's line and 100 cents", res[0])
+	}
+	checkStock(t, store, map[string]int64{"H": 0})
+	checkLedger(t, store, "won", ledgerRow{"won", "H", sqlstore.OpDeduct, 1})
+	checkLedger(t, store, "late")
+	checkNoOrder(t, store, "late")
+}
+
 // Each order keeps its own per-user check inside a batch: the user's third unit on a limit of 2 is refused
 // alone, naming the limit and the 2 held; another user's order in the same batch is deducted.
 func TestGroupDeduct_PerUserLimitInsideABatch(t *testing.T) {
@@ -178,52 +203,91 @@ func TestGroupDeduct_UnknownSKU(t *testing.T) {
 }
 
 // Through Store.Deduct as the activities call it: 400 buyers of one unit of a hot SKU of 300 at once, each
-// deduct retried by a second caller (a redelivered activity), and orders of two lines (the hot SKU and
-// another) crossing them. Batches form; exactly 300 units are sold, each order deducted once, no deadlock.
+// deduct retried by a second caller (a redelivered activity), 40 orders compensated before their deducts (each
+// also called twice), and orders of two lines (the hot SKU and another) crossing them. Batches form; exactly
+// 300 units are sold, each order deducted once, no deadlock; and every answer is the order's own: an order
+// whose deduct stands is answered "deducted" once and AlreadyDone for its retry, never sold out (its workflow
+// would reject it and give back the unit it bought); one that holds nothing is sold out; one compensated first
+// is answered as compensated, every time.
 func TestGroupDeduct_ConcurrentBuyersOfOneHotSKU(t *testing.T) {
 	t.Parallel()
 	store := testenv.MustOpenStoreWith(t, testenv.Item{SKU: "HOT", Stock: 300, Price: 100}, testenv.Item{SKU: "AUX", Stock: 1000, Price: 10})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var (
-		wg              sync.WaitGroup
-		deducted, again atomic.Int64
-		mu              sync.Mutex
-		unexpected      []string
-	)
-	call := func(in ordersaga.DeductInput) {
-		res, err := store.Deduct(ctx, in)
-		switch o := outcome(res, err); o {
-		case "deducted":
-			deducted.Add(1)
-		case "again":
-			again.Add(1)
-		case "sold out":
-		default:
-			mu.Lock()
-			unexpected = append(unexpected, in.OrderID+": "+o)
-			mu.Unlock()
+	const buyers, multi, compensated = 400, 40, 40
+	for i := range compensated {
+		if _, err := store.Restore(ctx, fmt.Sprintf("c%03d", i), []ordersaga.Line{line("HOT", 1)}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	const buyers, multi = 400, 40
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		answers = map[string][]string{} // order -> its calls' outcomes
+	)
+	call := func(in ordersaga.DeductInput) {
+		o := outcome(store.Deduct(ctx, in))
+		mu.Lock()
+		answers[in.OrderID] = append(answers[in.OrderID], o)
+		mu.Unlock()
+	}
 	for i := range buyers {
 		in := deductIn(fmt.Sprintf("b%03d", i), line("HOT", 1))
 		wg.Go(func() { call(in) })
 		wg.Go(func() { call(in) })
+		if i%10 == 0 {
+			c := deductIn(fmt.Sprintf("c%03d", i/10), line("HOT", 1))
+			wg.Go(func() { call(c) })
+			wg.Go(func() { call(c) })
+		}
 	}
 	for i := range multi {
 		wg.Go(func() { call(deductIn(fmt.Sprintf("m%03d", i), line("AUX", 1), line("HOT", 1))) })
 	}
 	wg.Wait()
-	if len(unexpected) > 0 {
-		t.Fatalf("%d unexpected outcomes, first %v", len(unexpected), unexpected[:min(5, len(unexpected))])
+
+	deducts := map[string]bool{} // order -> it has a DEDUCT row of HOT
+	for _, r := range ledgerOf(t, store, "") {
+		if r.SKU == "HOT" && r.Op == sqlstore.OpDeduct {
+			deducts[r.OrderID] = true
+		}
+	}
+	var wrong []string
+	var deducted, again int
+	for order, got := range answers {
+		slices.Sort(got)
+		want := "[sold out sold out]"
+		switch {
+		case order[0] == 'c':
+			want = "[compensated compensated]"
+		case order[0] == 'm' && deducts[order]:
+			want = "[deducted]"
+		case order[0] == 'm':
+			want = "[sold out]"
+		case deducts[order]:
+			want = "[again deducted]"
+		}
+		if fmt.Sprint(got) != want {
+			wrong = append(wrong, fmt.Sprintf("%s (deduct row %v): %v, want %s", order, deducts[order], got, want))
+		}
+		for _, o := range got {
+			switch o {
+			case "deducted":
+				deducted++
+			case "again":
+				again++
+			}
+		}
+	}
+	if len(wrong) > 0 {
+		slices.Sort(wrong)
+		t.Fatalf("%d orders answered other than what became of them, first %v", len(wrong), wrong[:min(5, len(wrong))])
 	}
 	if stockOf(t, store, "HOT") != 0 {
 		t.Errorf("stock of HOT = %d, want 0 (%d demand for 300)", stockOf(t, store, "HOT"), buyers+multi)
 	}
-	sold := int64(len(ledgerOf(t, store, ""))) - (1000 - stockOf(t, store, "AUX"))
-	if sold != 300 || deducted.Load() != 300 {
-		t.Errorf("HOT ledger rows %d, deducts answered %d; want 300 each", sold, deducted.Load())
+	if len(deducts) != 300 || deducted != 300 {
+		t.Errorf("HOT DEDUCT rows %d, deducts answered %d; want 300 each", len(deducts), deducted)
 	}
 	checkI4(t, store)
 	c, err := store.Conservation(ctx, "HOT")
@@ -238,7 +302,7 @@ func TestGroupDeduct_ConcurrentBuyersOfOneHotSKU(t *testing.T) {
 		t.Errorf("batch counters %+v: no group commit formed under %d concurrent deducts of one SKU", st, 2*buyers)
 	}
 	t.Logf("db=%s: %d deducted, %d retries answered AlreadyDone; %+v (mean batch %.1f)", store.Dialect(),
-		deducted.Load(), again.Load(), st, float64(st.Batched)/float64(max(st.Batches, 1)))
+		deducted, again, st, float64(st.Batched)/float64(max(st.Batches, 1)))
 }
 
 // The hanging anomaly racing batches: 150 orders of one SKU, each deducted and compensated at the same time,
