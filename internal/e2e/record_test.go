@@ -178,6 +178,17 @@ func activitiesScheduled(h *historypb.History, activityType string) int {
 	return n
 }
 
+// eventsOf counts the history's events of a type.
+func eventsOf(h *historypb.History, typ enumspb.EventType) int {
+	n := 0
+	for _, ev := range h.Events {
+		if ev.GetEventType() == typ {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *recorder) signal(t *testing.T, name, signal string, arg any) {
 	t.Helper()
 	if err := r.c.SignalWorkflow(ctxT(t), workflows.OrderWorkflowID("rec-"+name), "", signal, arg); err != nil {
@@ -328,6 +339,68 @@ var orderScenarios = []scenario{
 		if n := activitiesScheduled(hist, "MarkPaid"); n != 1 {
 			t.Fatalf("the event was applied %d times", n)
 		}
+	}},
+	{"cancel_requested", func(t *testing.T, r *recorder, name string) {
+		// An operator's Temporal cancel request (temporal workflow cancel) while the order awaits payment.
+		r.stock(t, "REC-CANR", 5, 5)
+		r.order(t, name, longWait, ordersaga.StatusAwaitingPayment, "REC-CANR")
+		if err := r.c.CancelWorkflow(ctxT(t), workflows.OrderWorkflowID("rec-"+name), ""); err != nil {
+			t.Fatal(err)
+		}
+		h := r.finish(t, name, ordersaga.StatusCancelled)
+		if n := eventsOf(h, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED); n != 1 {
+			t.Fatalf("%d cancel requests in the history, want 1", n)
+		}
+	}},
+	{"mark_paid_refused", func(t *testing.T, r *recorder, name string) {
+		// The event was already recorded for another order (refunded), so the database refuses to apply it
+		// here: it is recorded as refunded (the record already there) and the order keeps waiting, then a
+		// second event pays it.
+		r.stock(t, "REC-MPR", 5, 5)
+		res := r.order(t, name, longWait, ordersaga.StatusAwaitingPayment, "REC-MPR")
+		refused := workflows.PaymentSignal{EventID: "evt-" + name, AmountCents: res.Order.AmountCents, Currency: "CNY"}
+		if _, _, err := r.store.RecordPayment(ctxT(t), ordersaga.PaymentRecord{EventID: refused.EventID, OrderID: "rec-" + name + "-other",
+			AmountCents: refused.AmountCents, Currency: "CNY", Result: ordersaga.PaymentRefunded, Detail: "recorded first for another order"}); err != nil {
+			t.Fatal(err)
+		}
+		r.pay(t, name, refused, ordersaga.PaymentRefunded)
+		r.pay(t, name, workflows.PaymentSignal{EventID: "evt-" + name + "-2", AmountCents: res.Order.AmountCents, Currency: "CNY"}, ordersaga.PaymentApplied)
+		h := r.finish(t, name, ordersaga.StatusPaid)
+		if n := activitiesScheduled(h, "MarkPaid"); n != 2 {
+			t.Fatalf("%d MarkPaid, want the refused one and the applied one", n)
+		}
+	}},
+	{"limit_rejected", func(t *testing.T, r *recorder, name string) {
+		// Two units of a SKU whose per-user limit is 1: the reserve refuses the line.
+		const sku = "REC-LIMIT"
+		if _, err := r.store.SetInventoryLocked(ctxT(t), sqlstore.InventorySpec{SKU: sku, Stock: 5, PriceCents: 1250, PerUserLimit: 1},
+			func(*sqlstore.Locked, int64) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.redis.SetAvailable(ctxT(t), sku, 5); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.redis.SetLimit(ctxT(t), sku, 1); err != nil {
+			t.Fatal(err)
+		}
+		in := workflows.OrderInput{OrderID: "rec-" + name, UserID: "u-rec", Currency: "CNY", PaymentTimeout: longWait,
+			Lines: []ordersaga.Line{{SKU: sku, Qty: 2}}}
+		res, err := place(ctxT(t), r.c, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Order.Status != ordersaga.StatusRejected || res.LimitExceeded == nil || res.LimitExceeded.SKU != sku {
+			t.Fatalf("order %s: %+v, want rejected over the limit of %s", in.OrderID, res, sku)
+		}
+		r.finish(t, name, ordersaga.StatusRejected)
+	}},
+	{"unknown_sku_rejected", func(t *testing.T, r *recorder, name string) {
+		// A SKU neither Redis nor the database knows: the reserve's cold load finds none and refuses the line.
+		res := r.order(t, name, longWait, ordersaga.StatusRejected, "REC-NO-SUCH-SKU")
+		if res.UnknownSKU != "REC-NO-SUCH-SKU" {
+			t.Fatalf("unknown SKU %q, want REC-NO-SUCH-SKU", res.UnknownSKU)
+		}
+		r.finish(t, name, ordersaga.StatusRejected)
 	}},
 	{"refund", func(t *testing.T, r *recorder, name string) {
 		// A payment for an order Temporal does not know: the webhook starts RefundWorkflow.
