@@ -26,9 +26,13 @@ type Identity interface {
 // header from what clients send).
 type HeaderIdentity struct{ Header string }
 
-// Caller is the header's value, which must be a valid user ID.
+// Caller is the header's value, which must be a valid user ID and come once: a gateway that appends its
+// authenticated value to the one the client sent, instead of replacing it, would let the client choose the user.
 func (h HeaderIdentity) Caller(r *http.Request) (string, error) {
-	v := r.Header.Get(h.Header)
+	v, err := onlyValue(r, h.Header)
+	if err != nil {
+		return "", err
+	}
 	if v == "" {
 		return "", fmt.Errorf("the %s header is missing", h.Header)
 	}
@@ -50,7 +54,10 @@ const tokenSkew = 30 * time.Second
 
 // Caller verifies the bearer token and returns its subject.
 func (b BearerIdentity) Caller(r *http.Request) (string, error) {
-	auth := r.Header.Get("Authorization")
+	auth, err := onlyValue(r, "Authorization")
+	if err != nil {
+		return "", err
+	}
 	token, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || token == "" {
 		return "", errors.New("an Authorization: Bearer token is required")
@@ -97,6 +104,19 @@ func (b BearerIdentity) Caller(r *http.Request) (string, error) {
 		return "", errors.New("the bearer token's sub is not a valid user ID")
 	}
 	return claims.Sub, nil
+}
+
+// onlyValue is the value of a header that names the caller, refused when the request carries it more than once
+// ("" when it carries none).
+func onlyValue(r *http.Request, header string) (string, error) {
+	vs := r.Header.Values(header)
+	if len(vs) > 1 {
+		return "", fmt.Errorf("the %s header is sent %d times: it names the caller once (a gateway must replace the client's, not append to it)", header, len(vs))
+	}
+	if len(vs) == 0 {
+		return "", nil
+	}
+	return vs[0], nil
 }
 
 func decodeSegment(seg string, v any) error {

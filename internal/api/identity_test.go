@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -142,6 +144,61 @@ func TestCallerIdentity_OwnOrdersOnly(t *testing.T) {
 	}
 	if r := e.do(http.MethodPost, "/v1/orders/"+id+"/cancel", nil, as("u-a", nil)); r.status != http.StatusOK || r.order(t).Status != ordersaga.StatusCancelled {
 		t.Errorf("own cancel: %s, want 200 CANCELLED", r)
+	}
+}
+
+// TestCallerIdentity_HeaderSentTwice: a request that carries the identity header more than once (a gateway
+// that appends its authenticated value to the client's instead of replacing it) is refused 401, naming the
+// header, and nothing is placed: served as the first value, the client would choose the user. The same for a
+// second Authorization header with bearer-hs256.
+func TestCallerIdentity_HeaderSentTwice(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t, func(d *api.Deps) { d.Identity = api.HeaderIdentity{Header: "X-User-Id"} })
+	e.Stock(t, "ID-2", 10, 100)
+	for i, c := range []struct {
+		name   string
+		values []string
+	}{
+		{"client's then gateway's", []string{"u-b", "u-a"}},
+		{"twice the same", []string{"u-a", "u-a"}},
+		{"folded into one line", []string{"u-b, u-a"}},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/v1/orders",
+			strings.NewReader(orderBody("u-b", ordersaga.Line{SKU: "ID-2", Qty: 1})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("twice-%d", i))
+		for _, v := range c.values {
+			req.Header.Add("X-User-Id", v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		r := response{status: res.StatusCode, header: res.Header, body: b}
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("%s: %s, want 401", c.name, r)
+			continue
+		}
+		if p := r.problem(t); !strings.Contains(p.Detail, "X-User-Id") {
+			t.Errorf("%s: problem %+v does not name the X-User-Id header", c.name, p)
+		}
+	}
+	if n := e.CountRows(t, "orders", "user_id IN (?, ?)", "u-a", "u-b"); n != 0 {
+		t.Errorf("%d orders recorded after refused requests, want 0", n)
+	}
+
+	b := api.BearerIdentity{Secret: []byte(tokenSecret)}
+	token := "Bearer " + jwt("HS256", tokenSecret, map[string]any{"sub": "u-a", "exp": time.Now().Add(time.Hour).Unix()})
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Add("Authorization", token)
+	r.Header.Add("Authorization", token)
+	if got, err := b.Caller(r); err == nil || !strings.Contains(err.Error(), "Authorization") {
+		t.Errorf("two Authorization headers: caller %q, %v; want an error naming Authorization", got, err)
 	}
 }
 
