@@ -26,6 +26,10 @@ var releaseDirName = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9a-f]{7,
 // (2026-11-29-5218014) holds the e2e test's paid, expired and sold-out histories only.
 const since20261201 = "2026-12-01"
 
+// since20261206 is the first release that records a Temporal cancel request, a refused MarkPaid and the limit
+// and unknown-SKU rejections (2026-12-06-ab6808b).
+const since20261206 = "2026-12-06"
+
 // requiredHistories are the paths every release records (TestRecordRelease in internal/e2e, one scenario
 // each). since is the first release date that must have the path: a path added later is required from
 // the release that adds it on, never from releases already recorded.
@@ -42,6 +46,10 @@ var requiredHistories = []struct{ name, since string }{
 	{"duplicate_payment", since20261201},     // one event delivered three times while being applied
 	{"refund", since20261201},                // RefundWorkflow
 	{"reconcile", since20261201},             // ReconcileWorkflow
+	{"cancel_requested", since20261206},      // a Temporal cancel request (temporal workflow cancel)
+	{"mark_paid_refused", since20261206},     // MarkPaid refused by the database: recorded as refunded, then paid
+	{"limit_rejected", since20261206},        // rejected at reserve: the per-user limit
+	{"unknown_sku_rejected", since20261206},  // rejected at reserve: a SKU nobody knows
 }
 
 // releases lists the release directories, oldest first.
