@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -8,11 +10,14 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary play the Temporal server process: the run re-executes its own binary with
-// the subcommand temporal-server, which here is this test binary.
+// TestMain lets the test binary play the Temporal server process (the run re-executes its own binary with
+// the subcommand temporal-server, which here is this test binary) and a fake worker (envFakeWorker).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "temporal-server" {
 		os.Exit(run(signalContext(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	if mode := os.Getenv(envFakeWorker); mode != "" {
+		os.Exit(fakeWorker(mode))
 	}
 	os.Exit(m.Run())
 }
@@ -20,8 +25,8 @@ func TestMain(m *testing.M) {
 // TestShort runs the short scenario on the real services: one worker kill at each kill point, one API kill
 // with its admission recovery, one Temporal restart, one of each store fault (Redis restarted empty and
 // stopped 10 s, SCRIPT FLUSH, the database connections killed, and a MariaDB server of its own killed and
-// restarted when MariaDB is installed), a few hundred orders; every invariant counter must be 0, and every
-// fault must have been injected.
+// restarted when MariaDB is installed, which CI=true requires), a few hundred orders; every invariant counter
+// must be 0, and every fault must have been injected: each kill point hit by a worker that died there.
 func TestShort(t *testing.T) {
 	if os.Getenv("MYSQL_DSN") == "" {
 		t.Skip("MYSQL_DSN is not set: the chaos run needs a real MySQL/MariaDB (and redis-server, or CHAOS_REDIS_ADDR)")
@@ -29,15 +34,17 @@ func TestShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the chaos run takes minutes")
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("CHAOS_REDIS_ADDR") == "" {
-		t.Skip("redis-server is not installed (apt-get install -y redis-server) and CHAOS_REDIS_ADDR is not set: the chaos run starts a Redis of its own")
-	}
 	sc, _ := defaultScenario("short")
-	if _, _, err := mariadbBinaries(); err == nil {
-		sc.OwnMySQL = true // MariaDB is installed: the run restarts a server of its own
-	} else {
-		t.Logf("no MySQL restart: %v", err)
+	own, skip, err := shortPreflight(os.Getenv, exec.LookPath, func() error { _, _, err := mariadbBinaries(); return err })
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case skip != "":
+		t.Skip(skip)
+	case !own:
+		t.Log("no MySQL restart: mariadb-install-db and mariadbd not found")
 	}
+	sc.OwnMySQL = own
 	sc.Orders = 320
 	sc.Dir = t.TempDir()
 	start := time.Now()
@@ -69,6 +76,68 @@ func TestShort(t *testing.T) {
 	}
 	if !res.OK() {
 		t.Logf("report:\n%s", res.report)
+	}
+}
+
+// shortPreflight decides what the short run can do on this machine: restart a MariaDB server of its own
+// (ownMySQL) when mariadb finds its binaries, and start a Redis of its own unless CHAOS_REDIS_ADDR names one.
+// Under CI=true (.ci/run exports it) a missing binary is an error: skipped there, the faults it serves would
+// go untested while CI stays green. Elsewhere a missing redis-server skips the run and a missing MariaDB drops
+// the MariaDB restart.
+func shortPreflight(getenv func(string) string, lookPath func(string) (string, error), mariadb func() error) (ownMySQL bool, skip string, err error) {
+	ci := getenv("CI") == "true"
+	if _, lerr := lookPath("redis-server"); lerr != nil && getenv("CHAOS_REDIS_ADDR") == "" {
+		msg := "redis-server is not installed (apt-get install -y redis-server) and CHAOS_REDIS_ADDR is not set: the chaos run starts a Redis of its own"
+		if ci {
+			return false, "", errors.New("CI=true: " + msg)
+		}
+		return false, msg, nil
+	}
+	if merr := mariadb(); merr != nil {
+		if ci {
+			return false, "", fmt.Errorf("CI=true: the MariaDB restart cannot run: %w", merr)
+		}
+		return false, "", nil
+	}
+	return true, "", nil
+}
+
+// TestShortPreflight: under CI=true (.ci/run exports it) a missing redis-server or MariaDB fails the short
+// run; elsewhere the first skips it and the second drops the MariaDB restart.
+func TestShortPreflight(t *testing.T) {
+	t.Parallel()
+	found := func(string) (string, error) { return "/usr/bin/redis-server", nil }
+	missing := func(string) (string, error) { return "", exec.ErrNotFound }
+	noMariaDB := func() error { return errors.New("mariadbd not found") }
+	haveMariaDB := func() error { return nil }
+	for _, c := range []struct {
+		name     string
+		env      map[string]string
+		lookPath func(string) (string, error)
+		mariadb  func() error
+		wantOwn  bool
+		wantSkip bool
+		wantErr  string
+	}{
+		{"everything installed: the MariaDB restart runs", map[string]string{"CI": "true"}, found, haveMariaDB, true, false, ""},
+		{"no MariaDB outside CI: no MariaDB restart", nil, found, noMariaDB, false, false, ""},
+		{"no MariaDB under CI=true: the run fails", map[string]string{"CI": "true"}, found, noMariaDB, false, false, "mariadbd not found"},
+		{"no redis-server outside CI: skipped", nil, missing, haveMariaDB, false, true, ""},
+		{"no redis-server under CI=true: the run fails", map[string]string{"CI": "true"}, missing, haveMariaDB, false, false, "redis-server"},
+		{"no redis-server but CHAOS_REDIS_ADDR under CI=true", map[string]string{"CI": "true", "CHAOS_REDIS_ADDR": "127.0.0.1:6379"}, missing, haveMariaDB, true, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			own, skip, err := shortPreflight(func(k string) string { return c.env[k] }, c.lookPath, c.mariadb)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "CI=true") {
+					t.Fatalf("err = %v (skip %q), want one naming CI=true and %q", err, skip, c.wantErr)
+				}
+				return
+			}
+			if err != nil || own != c.wantOwn || (skip != "") != c.wantSkip {
+				t.Fatalf("= own %v, skip %q, err %v; want own %v, skipped %v", own, skip, err, c.wantOwn, c.wantSkip)
+			}
+		})
 	}
 }
 

@@ -31,14 +31,15 @@ type fault interface {
 type recorder struct {
 	mu       sync.Mutex
 	injected map[string]int64
-	missed   int64 // kill points armed that were not reached in time
+	armed    map[string]int64 // kill point -> workers armed at it
+	missed   int64            // armed workers that did not die at their point: not reached in time, or exited otherwise
 	recovery map[string]time.Duration
 	leaked   int64            // API kills whose admission counts were not freed in time
 	victims  map[string]int64 // order -> worker kills in its middle
 }
 
 func newRecorder() *recorder {
-	return &recorder{injected: map[string]int64{}, recovery: map[string]time.Duration{}, victims: map[string]int64{}}
+	return &recorder{injected: map[string]int64{}, armed: map[string]int64{}, recovery: map[string]time.Duration{}, victims: map[string]int64{}}
 }
 
 // victim records an order a worker kill hit.
@@ -66,6 +67,26 @@ func (r *recorder) recovered(kind string, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.recovery[kind] = max(r.recovery[kind], d)
+}
+
+// arm records a worker armed at a kill point.
+func (r *recorder) arm(point string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed[point]++
+}
+
+// neverHit is the kill points armed at least once and never hit: the run did not test them.
+func (r *recorder) neverHit() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, p := range slices.Sorted(maps.Keys(r.armed)) {
+		if r.injected[workerKill{point: p}.Name()] == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (r *recorder) miss() {
@@ -103,43 +124,67 @@ func (f workerKill) Inject(ctx context.Context) error {
 	if !f.rekill {
 		env = append(env, killpoint.EnvSpare+"="+f.rec.spareList())
 	}
+	from := fileSize(w.log) // the log is appended to across restarts: this run's lines start here
 	if err := w.start(env...); err != nil {
 		return err
 	}
+	f.rec.arm(f.point)
+	timedOut := false
 	select {
 	case <-w.done():
 	case <-time.After(f.limit):
-		f.rec.miss()
-		fmt.Fprintf(f.t.log, "chaos: %s: %s not reached within %s (hit %d)\n", w.name, f.point, f.limit, after)
-		_ = w.kill()
+		timedOut = true
+		_ = w.kill() // this SIGKILL is the tool's, not the point's
 	case <-ctx.Done():
 		_ = w.kill()
 		return ctx.Err()
 	}
-	if w.killedBySIGKILL() {
+	order, err := killedAt(w.log, from, f.point)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", w.name, err)
+	case order != "" && w.killedBySIGKILL(): // its own kill line, written just before its own SIGKILL
 		f.rec.count(f.Name())
-		order := lastKilledOrder(w.log)
-		if order != "" {
-			f.rec.victim(order)
-		}
+		f.rec.victim(order)
 		fmt.Fprintf(f.t.log, "chaos: %s killed at %s (hit %d) in order %s\n", w.name, f.point, after, order)
+	case timedOut:
+		f.rec.miss()
+		fmt.Fprintf(f.t.log, "chaos: %s: %s not reached within %s (hit %d); killed by the tool, counted as missed\n", w.name, f.point, f.limit, after)
+	default:
+		f.rec.miss()
+		fmt.Fprintf(f.t.log, "chaos: %s armed at %s exited without reaching it (%v); counted as missed (log: %s)\n", w.name, f.point, w.exitStatus(), w.log)
 	}
 	return w.start()
 }
 
-// lastKilledOrder is the order named by the last kill line (killpoint.KillLine) in a worker's log, or "".
-func lastKilledOrder(logPath string) string {
-	b, err := os.ReadFile(logPath)
+// fileSize is the size of the file at path, 0 when it does not exist yet.
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
 	if err != nil {
-		return ""
+		return 0
 	}
-	lines := strings.Split(string(b), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if order, ok := killpoint.KilledOrder(lines[i]); ok {
-			return order
+	return st.Size()
+}
+
+// killedAt is the order named by a kill line (killpoint.KillLine) at point in the worker's log from offset
+// from on (what the run armed at from wrote), or "" when there is none: a line an earlier run wrote, or one
+// naming another point, is not this run's kill.
+func killedAt(logPath string, from int64, point string) (string, error) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return "", fmt.Errorf("read its log: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<40))
+	if err != nil {
+		return "", fmt.Errorf("read its log: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, order, ok := killpoint.ParseKillLine(line); ok && p == point {
+			return order, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // apiKill sends SIGKILL to one order API with requests in flight and starts it again.

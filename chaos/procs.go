@@ -78,6 +78,13 @@ func (p *proc) killedBySIGKILL() bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
+// exitStatus is the last run's Wait error (nil: it exited 0).
+func (p *proc) exitStatus() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
 // kill sends SIGKILL to the process (this process started it; nothing else is signalled) and waits for it.
 func (p *proc) kill() error {
 	p.mu.Lock()

@@ -26,9 +26,10 @@ type result struct {
 	loadTime time.Duration
 }
 
-// invariantCounters are the counters that must be zero.
+// invariantCounters are the counters that must be zero. kill_points_never_hit is not the system's: a kill point
+// armed and never reached is a run that did not test what it reports.
 var invariantCounters = []string{"oversold", "lost", "duplicate_deducts", "double_refunds", "duplicate_orders",
-	"stuck", "drift", "violations", "admission_leaked", "bad_answers", "gave_up"}
+	"stuck", "drift", "violations", "admission_leaked", "bad_answers", "gave_up", "kill_points_never_hit"}
 
 // OK reports whether every invariant counter is zero.
 func (r result) OK() bool {
@@ -108,6 +109,11 @@ func (r *runState) loadCounters(c map[string]int64) {
 
 // faultCounters copies the faults' figures.
 func (r *runState) faultCounters(c map[string]int64) {
+	never := r.rec.neverHit()
+	c["kill_points_never_hit"] = int64(len(never))
+	if len(never) > 0 {
+		fmt.Fprintf(r.log, "chaos: kill points armed and never hit: %s\n", strings.Join(never, ", "))
+	}
 	r.rec.mu.Lock()
 	defer r.rec.mu.Unlock()
 	for k, n := range r.rec.injected {

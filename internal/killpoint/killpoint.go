@@ -40,15 +40,16 @@ const (
 // SIGKILL: "killpoint: SIGKILL at <point> (hit <n>) order <order>".
 const KillLine = "killpoint: SIGKILL at "
 
-// KilledOrder returns the order named by a KillLine in line, if it holds one.
-func KilledOrder(line string) (string, bool) {
+// ParseKillLine returns the point and the order named by a KillLine in line, if it holds one.
+func ParseKillLine(line string) (point, order string, ok bool) {
 	_, rest, ok := strings.Cut(line, KillLine)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	_, order, ok := strings.Cut(rest, " order ")
-	order = strings.TrimSpace(order)
-	return order, ok && order != ""
+	head, order, ok := strings.Cut(rest, " order ")
+	point, _, _ = strings.Cut(head, " (hit ")
+	point, order = strings.TrimSpace(point), strings.TrimSpace(order)
+	return point, order, ok && point != "" && order != ""
 }
 
 // Config is a parsed kill setting: the point to kill at (empty: none) and at which of its hits.

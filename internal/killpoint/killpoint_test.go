@@ -2,8 +2,10 @@ package killpoint
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,13 +40,32 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestUnsetIsInert: this test process has no kill point, so every Hit returns.
+// TestUnsetIsInert re-executes the test binary with ORDERSAGA_KILL_AT empty (and the other variables set, so
+// that only the point is missing): every point hit many times, the child must not be armed, count no hit,
+// write no kill line and exit 0 after the hits.
 func TestUnsetIsInert(t *testing.T) {
-	if armed.Load() {
-		t.Skip("a kill point is set in this process's environment")
+	if os.Getenv("KILLPOINT_CHILD") == "inert" {
+		for i := range 5 {
+			for _, p := range Points {
+				Hit(p, "o"+strconv.Itoa(i))
+			}
+		}
+		fmt.Printf("after-hits armed=%v hits=%d\n", armed.Load(), hits.Load())
+		os.Exit(0)
 	}
-	for _, p := range Points {
-		Hit(p, "o1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUnsetIsInert$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "KILLPOINT_CHILD=inert", EnvAt+"=", EnvAfter+"=1", EnvSpare+"=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child with no kill point: %v (stdout %q, stderr %q): an unset point must not act", err, out, stderr.String())
+	}
+	if !strings.Contains(string(out), "after-hits armed=false hits=0") {
+		t.Errorf("child stdout %q: want it unarmed, no hit counted, past every Hit", out)
+	}
+	if strings.Contains(stderr.String(), KillLine) {
+		t.Errorf("child stderr %q: an unset point wrote a kill line", stderr.String())
 	}
 }
 
@@ -77,7 +98,26 @@ func TestKillsAtTheNthHit(t *testing.T) {
 	if !strings.Contains(string(out), "after-spared") || strings.Contains(string(out), "after-hit-2") {
 		t.Fatalf("child output %q: want it killed at the second hit, not the first, the spared order not counted", out)
 	}
-	if order, ok := KilledOrder(stderr.String()); !ok || order != "o3" {
-		t.Fatalf("child stderr %q: want a kill line naming order o3, got %q", stderr.String(), order)
+	if point, order, ok := ParseKillLine(stderr.String()); !ok || point != DeductAfterCommit || order != "o3" {
+		t.Fatalf("child stderr %q: want a kill line naming %s and order o3, got %q, %q", stderr.String(), DeductAfterCommit, point, order)
+	}
+}
+
+func TestParseKillLine(t *testing.T) {
+	for _, c := range []struct {
+		line, point, order string
+		ok                 bool
+	}{
+		{KillLine + "deduct-after-commit (hit 2) order o-7", DeductAfterCommit, "o-7", true},
+		{`{"level":"warn"} ` + KillLine + "compensate-middle (hit 1) order o:1\r", CompensateMiddle, "o:1", true},
+		{KillLine + "deduct-after-commit (hit 2) order ", "", "", false},
+		{KillLine + "deduct-after-commit (hit 2)", "", "", false},
+		{"killpoint: ORDERSAGA_KILL_AT=\"x\": want one of ...", "", "", false},
+		{"", "", "", false},
+	} {
+		point, order, ok := ParseKillLine(c.line)
+		if ok != c.ok || (ok && (point != c.point || order != c.order)) {
+			t.Errorf("ParseKillLine(%q) = %q, %q, %v; want %q, %q, %v", c.line, point, order, ok, c.point, c.order, c.ok)
+		}
 	}
 }
