@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -66,12 +67,16 @@ func TestOrderWorkerPollsNewWorkflowsWhileItsStickyQueueHasABacklog(t *testing.T
 	}
 	defer func() {
 		for _, id := range ids {
-			_ = c.TerminateWorkflow(context.Background(), id, "", "test over")
+			if err := c.TerminateWorkflow(context.Background(), id, "", "test over"); err != nil {
+				t.Errorf("terminate %s: %v", id, err)
+			}
 		}
 	}()
-	// The signaller feeds the sticky queue for at most feedFor, or until the new workflow is done.
+	// The signaller feeds the sticky queue for at most feedFor, or until the new workflow is done; the first
+	// signal that fails stops it (a signal lost is a task the backlog lacks).
 	const feedFor = 15 * time.Second
 	var newcomerDone, fedToTheEnd atomic.Bool
+	var signalErr error
 	signalled := make(chan struct{})
 	go func() {
 		defer close(signalled)
@@ -80,11 +85,20 @@ func TestOrderWorkerPollsNewWorkflowsWhileItsStickyQueueHasABacklog(t *testing.T
 				fedToTheEnd.Store(true)
 				return
 			}
-			_ = c.SignalWorkflow(ctx, ids[i%busy], "", "tick", nil)
+			if err := c.SignalWorkflow(ctx, ids[i%busy], "", "tick", nil); err != nil {
+				signalErr = fmt.Errorf("signal %d to %s: %w", i, ids[i%busy], err)
+				return
+			}
 		}
 	}()
 	time.Sleep(2 * time.Second) // the busy workflows are in the worker's cache and their tasks queue up
 
+	// The backlog the test is about: at least half the busy workflows have a task waiting for a poll (the
+	// worker's two slots take two at once). Without it the new workflow's quick start proves nothing.
+	waiting, err := waitingTasks(ctx, c, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "newcomer", TaskQueue: workflows.TaskQueue}, "test-newcomer")
 	if err != nil {
@@ -96,8 +110,32 @@ func TestOrderWorkerPollsNewWorkflowsWhileItsStickyQueueHasABacklog(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the new workflow completed in %s", time.Since(start))
+	if signalErr != nil {
+		t.Fatalf("the signaller stopped: %v", signalErr)
+	}
+	t.Logf("the new workflow completed in %s; %d of %d busy workflows had a task waiting on the sticky queue when it started",
+		time.Since(start), waiting, busy)
+	if waiting < busy/2 {
+		t.Errorf("%d of %d busy workflows had a task waiting when the new workflow started, want at least half: the sticky queue had no backlog, and the test proves nothing",
+			waiting, busy)
+	}
 	if fedToTheEnd.Load() {
 		t.Errorf("the new workflow completed only after the sticky queue stopped being fed (%s): it waited for the backlog", time.Since(start))
 	}
+}
+
+// waitingTasks counts the workflows whose workflow task is scheduled and not yet started: each such task
+// waits for a poll (on the worker's sticky queue, the workflows being in its cache).
+func waitingTasks(ctx context.Context, c client.Client, ids []string) (int, error) {
+	n := 0
+	for _, id := range ids {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return 0, fmt.Errorf("describe %s: %w", id, err)
+		}
+		if d.GetPendingWorkflowTask().GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_SCHEDULED {
+			n++
+		}
+	}
+	return n, nil
 }
