@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/invariants"
+	"github.com/ordersaga/ordersaga/internal/invariants/orderledger"
 	"github.com/ordersaga/ordersaga/internal/killpoint"
 )
 
@@ -92,5 +95,24 @@ func TestWorkerKillCountsOnlyAKillAtThePoint(t *testing.T) {
 				t.Errorf("verdict ok=%v, want %v (%s)", res.OK(), c.wantOK, res.Line())
 			}
 		})
+	}
+}
+
+// TestReportCountersCountLedgerLines: an order line whose ledger breaks the rule is counted apart, and fails
+// the verdict.
+func TestReportCountersCountLedgerLines(t *testing.T) {
+	t.Parallel()
+	line := invariants.LineReport{OrderID: "o1", SKU: "A",
+		Line:    orderledger.Line{Status: ordersaga.StatusPaid, Qty: 1, Deducted: 2},
+		Problem: orderledger.Problem{Fault: orderledger.Twice, Text: "taken 2 units of 1 ordered: deducted more than once"}}
+	res := result{counters: map[string]int64{}}
+	reportCounters(invariants.Report{Lines: []invariants.LineReport{line}, Violations: []string{line.String()}}, res.counters)
+	if res.counters["line_ledger_faults"] != 1 || res.counters["violations"] != 1 || res.OK() {
+		t.Errorf("counters %v, ok=%v; want line_ledger_faults 1, violations 1, not ok", res.counters, res.OK())
+	}
+	res = result{counters: map[string]int64{}}
+	reportCounters(invariants.Report{}, res.counters)
+	if !res.OK() {
+		t.Errorf("an empty report: %s", res.Line())
 	}
 }

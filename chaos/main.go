@@ -1,8 +1,8 @@
 // Command chaos runs the order saga as separate OS processes on this machine (one Temporal server, two order
 // APIs, two workers, on the real MariaDB/MySQL of MYSQL_DSN and a Redis) and injects process faults while
 // clients place, pay and cancel orders through both APIs; then it lets the system settle and checks the
-// invariants (internal/invariants, plus: at most one DEDUCT per order and SKU, no order stuck, no accepted
-// order lost, no second order for an Idempotency-Key). Each scenario prints one line starting with "RESULT "
+// invariants (internal/invariants, with each order line's ledger units against its status, plus: no order
+// stuck, no accepted order lost, no second order for an Idempotency-Key). Each scenario prints one line starting with "RESULT "
 // and exits non-zero when an invariant counter is not zero.
 //
 //	go run ./chaos worker-kill      [-kills 50] [-orders 100]

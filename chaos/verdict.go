@@ -28,7 +28,7 @@ type result struct {
 
 // invariantCounters are the counters that must be zero. kill_points_never_hit is not the system's: a kill point
 // armed and never reached is a run that did not test what it reports.
-var invariantCounters = []string{"oversold", "lost", "duplicate_deducts", "double_refunds", "duplicate_orders",
+var invariantCounters = []string{"oversold", "lost", "duplicate_deducts", "double_refunds", "line_ledger_faults", "duplicate_orders",
 	"stuck", "drift", "violations", "admission_leaked", "bad_answers", "gave_up", "kill_points_never_hit"}
 
 // OK reports whether every invariant counter is zero.
@@ -67,13 +67,7 @@ func (r *runState) verdict(ctx context.Context, expected map[string]int64) (resu
 	}
 	c["settle_ms"] = time.Since(settleStart).Milliseconds()
 	res.report = rep.String()
-	c["violations"] = int64(len(rep.Violations))
-	for _, s := range rep.SKUs {
-		if s.PaidUnits+s.AwaitingUnits > s.Expected || s.DBStock < 0 {
-			c["oversold"]++
-		}
-		c["drift"] += abs(s.RedisAvailable-s.DBStock) + s.RedisHolds
-	}
+	reportCounters(rep, c)
 	if err := r.storeCounters(ctx, c); err != nil {
 		return res, err
 	}
@@ -81,6 +75,21 @@ func (r *runState) verdict(ctx context.Context, expected map[string]int64) (resu
 		fmt.Fprintf(r.log, "chaos: invariants after settling:\n%s", res.report)
 	}
 	return res, nil
+}
+
+// reportCounters counts what the invariant check reported: every violation, the oversold SKUs, the drift,
+// and the order lines whose ledger breaks orderledger's rule (line_ledger_faults: taken or given back more
+// than once, or keeping what their order's status does not; the check of "deducted at most once, given back
+// at most once" that can fail, where the row counts of storeCounters cannot).
+func reportCounters(rep invariants.Report, c map[string]int64) {
+	c["violations"] = int64(len(rep.Violations))
+	c["line_ledger_faults"] = int64(len(rep.Lines))
+	for _, s := range rep.SKUs {
+		if s.PaidUnits+s.AwaitingUnits > s.Expected || s.DBStock < 0 {
+			c["oversold"]++
+		}
+		c["drift"] += abs(s.RedisAvailable-s.DBStock) + s.RedisHolds
+	}
 }
 
 func abs(n int64) int64 {
@@ -181,7 +190,9 @@ func (r *runState) waitQuiet(ctx context.Context, expected map[string]int64) (in
 }
 
 // storeCounters counts, in the database: orders by final status, stuck orders, accepted orders the database
-// does not have, and duplicate ledger rows and payment applications.
+// does not have, and duplicate ledger rows and payment applications. A second DEDUCT or RESTORE row of one
+// line cannot exist (UNIQUE (order_id, sku, op)): duplicate_deducts and the RESTORE half of double_refunds are
+// 0 by construction, and line_ledger_faults (reportCounters) is the check of the same property that can fail.
 func (r *runState) storeCounters(ctx context.Context, c map[string]int64) error {
 	db := r.t.store.DB().WithContext(ctx)
 	var byStatus []struct {

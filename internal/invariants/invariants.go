@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/invariants/orderledger"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
@@ -28,8 +29,26 @@ type SKUReport struct {
 
 // Report is the outcome of a check: the figures and every violated invariant.
 type Report struct {
-	SKUs       []SKUReport
+	SKUs []SKUReport
+	// Lines are the order lines whose ledger breaks orderledger's rule (each is a violation too): taken or
+	// given back more than once, or keeping what their order's status does not.
+	Lines      []LineReport
 	Violations []string
+}
+
+// LineReport is one order line's ledger that breaks orderledger's rule.
+type LineReport struct {
+	OrderID, SKU string
+	orderledger.Line
+	Problem orderledger.Problem
+}
+
+func (l LineReport) String() string {
+	status := string(l.Status)
+	if l.Status == orderledger.NoOrder {
+		status = "no order line"
+	}
+	return fmt.Sprintf("I4 order %s (%s) sku %s: %s", l.OrderID, status, l.SKU, l.Problem.Text)
 }
 
 // OK reports whether no invariant is violated.
@@ -121,7 +140,7 @@ func Check(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, exp
 		if s.PaidUnits+s.AwaitingUnits > s.Expected {
 			bad("I2 %s: paid+awaiting units %d exceed stock ever available %d (oversold)", sku, s.PaidUnits+s.AwaitingUnits, s.Expected)
 		}
-		if s.DBStock < 0 {
+		if s.DBStock < 0 { // the schema refuses it (CHECK stock >= 0): a guard of the schema, not the code
 			bad("I2 %s: db.stock %d is negative", sku, s.DBStock)
 		}
 		// I3 the cache never promises more than the truth.
@@ -139,7 +158,9 @@ func Check(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, exp
 		}
 	}
 
-	// I4 once-only, over the whole ledger.
+	// I4 once-only, over the whole ledger. A second DEDUCT or RESTORE row of one line cannot exist (UNIQUE
+	// (order_id, sku, op)): this query guards the schema, not the code. The rule of each line's units
+	// (orderledger) is the check that can fail.
 	var dups []struct {
 		OrderID, SKU, Op string
 		N                int64
@@ -151,38 +172,16 @@ func Check(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, exp
 	for _, d := range dups {
 		bad("I4 order %s sku %s: %d %s rows", d.OrderID, d.SKU, d.N, d.Op)
 	}
-	var mism []struct {
-		OrderID, SKU string
-		D, R         int64
+	lines, err := ledgerLines(ctx, store)
+	if err != nil {
+		return rep, err
 	}
-	if err := db.Raw(`SELECT r.order_id AS order_id, r.sku AS sku, COALESCE(d.qty, 0) AS d, r.qty AS r FROM stock_ledger r
-		LEFT JOIN stock_ledger d ON d.order_id = r.order_id AND d.sku = r.sku AND d.op = ?
-		WHERE r.op = ? AND COALESCE(d.qty, 0) <> r.qty`, sqlstore.OpDeduct, sqlstore.OpRestore).Scan(&mism).Error; err != nil {
-		return rep, fmt.Errorf("invariants: %w", err)
-	}
-	for _, m := range mism {
-		bad("I4 order %s sku %s: RESTORE %d does not match DEDUCT %d", m.OrderID, m.SKU, m.R, m.D)
-	}
-	// Closed unpaid orders keep nothing; paid orders keep everything.
-	var leaks []struct {
-		OrderID, SKU, Status string
-		Kept                 int64
-	}
-	if err := db.Raw(`SELECT o.order_id AS order_id, ol.sku AS sku, o.status AS status,
-			COALESCE(SUM(CASE WHEN l.op = ? THEN l.qty ELSE -l.qty END), 0) AS kept
-		FROM orders o JOIN order_lines ol ON ol.order_id = o.order_id
-		LEFT JOIN stock_ledger l ON l.order_id = o.order_id AND l.sku = ol.sku
-		WHERE o.status IN (?, ?, ?, ?)
-		GROUP BY o.order_id, ol.sku, o.status, ol.qty
-		HAVING (o.status = ? AND COALESCE(SUM(CASE WHEN l.op = ? THEN l.qty ELSE -l.qty END), 0) <> ol.qty)
-		    OR (o.status <> ? AND COALESCE(SUM(CASE WHEN l.op = ? THEN l.qty ELSE -l.qty END), 0) <> 0)`,
-		sqlstore.OpDeduct,
-		string(ordersaga.StatusPaid), string(ordersaga.StatusExpired), string(ordersaga.StatusCancelled), string(ordersaga.StatusRejected),
-		string(ordersaga.StatusPaid), sqlstore.OpDeduct, string(ordersaga.StatusPaid), sqlstore.OpDeduct).Scan(&leaks).Error; err != nil {
-		return rep, fmt.Errorf("invariants: %w", err)
-	}
-	for _, l := range leaks {
-		bad("I4 order %s (%s) sku %s: keeps %d units deducted", l.OrderID, l.Status, l.SKU, l.Kept)
+	for _, l := range lines {
+		if p := orderledger.Check(l.Line); p != nil {
+			l.Problem = *p
+			rep.Lines = append(rep.Lines, l)
+			bad("%s", l)
+		}
 	}
 	// Payments: one application per PAID order, none for any other.
 	var payBad []struct {
@@ -204,4 +203,33 @@ func Check(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, exp
 		}
 	}
 	return rep, nil
+}
+
+// ledgerLines reads every order line with the units its ledger rows took and gave back, and the ledger's
+// (order, SKU) pairs that no recorded order line has (orderledger.NoOrder), from one snapshot.
+func ledgerLines(ctx context.Context, store *sqlstore.Store) ([]LineReport, error) {
+	var rows []struct {
+		OrderID, SKU, Status string
+		Qty, D, R            int64
+	}
+	err := store.DB().WithContext(ctx).Raw(`SELECT ol.order_id AS order_id, ol.sku AS sku, o.status AS status, ol.qty AS qty,
+			COALESCE((SELECT SUM(l.qty) FROM stock_ledger l WHERE l.order_id = ol.order_id AND l.sku = ol.sku AND l.op = ?), 0) AS d,
+			COALESCE((SELECT SUM(l.qty) FROM stock_ledger l WHERE l.order_id = ol.order_id AND l.sku = ol.sku AND l.op = ?), 0) AS r
+		FROM order_lines ol JOIN orders o ON o.order_id = ol.order_id
+		UNION ALL
+		SELECT l.order_id, l.sku, '', 0,
+			COALESCE(SUM(CASE WHEN l.op = ? THEN l.qty ELSE 0 END), 0), COALESCE(SUM(CASE WHEN l.op = ? THEN l.qty ELSE 0 END), 0)
+		FROM stock_ledger l
+		WHERE NOT EXISTS (SELECT 1 FROM order_lines ol JOIN orders o ON o.order_id = ol.order_id WHERE ol.order_id = l.order_id AND ol.sku = l.sku)
+		GROUP BY l.order_id, l.sku
+		ORDER BY order_id, sku`, sqlstore.OpDeduct, sqlstore.OpRestore, sqlstore.OpDeduct, sqlstore.OpRestore).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("invariants: order lines' ledger: %w", err)
+	}
+	out := make([]LineReport, len(rows))
+	for i, r := range rows {
+		out[i] = LineReport{OrderID: r.OrderID, SKU: r.SKU,
+			Line: orderledger.Line{Status: ordersaga.Status(r.Status), Qty: r.Qty, Deducted: r.D, Restored: r.R}}
+	}
+	return out, nil
 }

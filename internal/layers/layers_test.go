@@ -234,8 +234,14 @@ var layers = []layer{
 	{
 		name:   "internal/invariants: checks the stores through their packages, standard library otherwise",
 		pkgs:   paths("internal/invariants/..."),
-		module: []string{"", "internal/sqlstore", "internal/redisstock"},
+		module: []string{"", "internal/sqlstore", "internal/redisstock", "internal/invariants/orderledger"},
 		forbid: []string{"database/sql/...", "net/..."},
+	},
+	{
+		name:   "internal/invariants/orderledger: the rule of an order line's ledger, the root package and no I/O (the load tool imports it)",
+		pkgs:   paths("internal/invariants/orderledger/..."),
+		module: []string{""},
+		forbid: []string{"database/sql/...", "net/...", "os/..."},
 	},
 	{
 		name: "internal/faults: fault injectors (Toxiproxy, a redis-server of its own, MySQL kills and lock crossing), nothing of the module",
@@ -273,7 +279,7 @@ var layers = []layer{
 	{
 		name:       "flash-sale load tool library: drives the stack from outside, over HTTP (and a read-only DB snapshot)",
 		pkgs:       loadToolLib,
-		module:     []string{"", "internal/webhook"},
+		module:     []string{"", "internal/webhook", "internal/invariants/orderledger"},
 		thirdParty: []string{"..."},
 		forbid:     concat(redisLibs, gormLibs, temporal),
 	},

@@ -37,8 +37,9 @@ type Counts struct {
 	// LostUnits: units neither sold nor back on sale — leaked holds, deducts kept by unpaid orders,
 	// stock that vanished (I1, I3).
 	LostUnits int64 `json:"lost_units"`
-	// DuplicateDeductions: a second DEDUCT (or RESTORE) of one order line, or a second order for one
-	// Idempotency-Key (I4).
+	// DuplicateDeductions: an order line whose ledger took more units than ordered or gave back more than
+	// it took (a line deducted or restored more than once, in units: the schema already refuses a second
+	// row), or a second order for one Idempotency-Key (I4).
 	DuplicateDeductions int64 `json:"duplicate_deductions"`
 	// StuckOrders: orders still open past their payment deadline plus the grace (I5).
 	StuckOrders int64 `json:"stuck_orders"`

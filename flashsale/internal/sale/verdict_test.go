@@ -211,6 +211,46 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 			check: CheckDuplicate, want: map[string]int64{SourceAPI: 0, SourceDB: 1},
 		},
 		{
+			name: "duplicate deduction: a PAID line taken twice and given back once (its net is right)",
+			doctor: func(s *Snapshot) {
+				s.DB.Ledger[0].Qty = 4
+				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o1", "A", "RESTORE", 2})
+			},
+			check: CheckDuplicate, want: map[string]int64{SourceAPI: 0, SourceDB: 1},
+		},
+		{
+			name: "duplicate deduction: a line awaiting its payment taken twice",
+			doctor: func(s *Snapshot) {
+				payBy := ptr(t0.Add(time.Minute))
+				s.Orders = append(s.Orders, OrderSnapshot{OrderID: "o6", Key: "k-o6", Lines: line(1), PayBy: payBy,
+					Action: ActionExpire, KeyOrderIDs: []string{"o6"}, Status: ordersaga.StatusAwaitingPayment})
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 6, ptr[int64](6)
+				s.DB.Stock["A"] = 6
+				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o6", "A", "DEDUCT", 2})
+				s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o6", Status: ordersaga.StatusAwaitingPayment, PayBy: payBy, Lines: line(1)})
+				s.Quiet = false
+			},
+			check: CheckDuplicate, want: map[string]int64{SourceAPI: 0, SourceDB: 1},
+		},
+		{
+			name: "duplicate deduction: a cancelled line given back twice",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 9, ptr[int64](9)
+				s.DB.Stock["A"] = 9
+				s.DB.Ledger[4].Qty = 2 // o3's RESTORE
+			},
+			check: CheckDuplicate, want: map[string]int64{SourceAPI: 0, SourceDB: 1},
+		},
+		{
+			name: "state error: a PAID line given back",
+			doctor: func(s *Snapshot) {
+				s.SKUs[0].API.DBStock, s.SKUs[0].API.RedisAvailable = 10, ptr[int64](10)
+				s.DB.Stock["A"] = 10
+				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o1", "A", "RESTORE", 2})
+			},
+			check: CheckState, want: map[string]int64{SourceAPI: 0, SourceDB: 1},
+		},
+		{
 			name: "duplicate deduction: one Idempotency-Key, two orders",
 			doctor: func(s *Snapshot) {
 				o := s.Orders[3]
