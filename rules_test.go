@@ -1,8 +1,10 @@
 package ordersaga_test
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -180,6 +182,107 @@ func TestRejectReasonRoundTrip(t *testing.T) {
 		"sold out", "Sold out: X", "sold out:X", "reservation failed"} {
 		if r, ok := ordersaga.ParseRejectReason(s); ok {
 			t.Errorf("ParseRejectReason(%q) = %+v, true, want false", s, r)
+		}
+	}
+}
+
+// Amount is checked: a product or a sum past MaxAmountCents, or a negative qty or price, is ErrAmountOverflow,
+// never an amount that wrapped (4 units at 2^62 cents were once 0 cents, 2 at 2^63−1 were −2).
+func TestAmount(t *testing.T) {
+	t.Parallel()
+	const maxInt64 = int64(^uint64(0) >> 1)
+	maxLine := ordersaga.Line{SKU: "A", Qty: ordersaga.MaxQty, UnitPriceCents: ordersaga.MaxPriceCents}
+	largest := make([]ordersaga.Line, ordersaga.MaxLines)
+	for i := range largest {
+		largest[i] = maxLine
+		largest[i].SKU = fmt.Sprintf("S%d", i)
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []ordersaga.Line
+		want  int64 // when ok
+		ok    bool
+	}{
+		{"no_lines_is_0", nil, 0, true},
+		{"two_lines", []ordersaga.Line{{SKU: "A", Qty: 2, UnitPriceCents: 999}, {SKU: "B", Qty: 1, UnitPriceCents: 1}}, 1999, true},
+		{"largest_order_is_the_bound_exactly", largest, ordersaga.MaxAmountCents, true},
+		{"one_cent_past_the_bound", append(append([]ordersaga.Line(nil), largest...), ordersaga.Line{SKU: "X", Qty: 1, UnitPriceCents: 1}), 0, false},
+		{"4_units_at_2^62_wrap_to_0", []ordersaga.Line{{SKU: "A", Qty: 4, UnitPriceCents: 1 << 62}}, 0, false},
+		{"2_units_at_max_int64_wrap_to_-2", []ordersaga.Line{{SKU: "A", Qty: 2, UnitPriceCents: maxInt64}}, 0, false},
+		{"sum_of_two_lines_wraps", []ordersaga.Line{{SKU: "A", Qty: 1, UnitPriceCents: maxInt64}, {SKU: "B", Qty: 1, UnitPriceCents: 1}}, 0, false},
+		{"one_line_past_the_bound", []ordersaga.Line{{SKU: "A", Qty: 1, UnitPriceCents: ordersaga.MaxAmountCents + 1}}, 0, false},
+		{"negative_price", []ordersaga.Line{{SKU: "A", Qty: 1, UnitPriceCents: -1}}, 0, false},
+		{"negative_qty", []ordersaga.Line{{SKU: "A", Qty: -1, UnitPriceCents: 1}}, 0, false},
+	} {
+		got, err := ordersaga.Amount(tc.lines)
+		switch {
+		case tc.ok && (err != nil || got != tc.want):
+			t.Errorf("%s: Amount = %d, %v; want %d", tc.name, got, err, tc.want)
+		case !tc.ok && (!errors.Is(err, ordersaga.ErrAmountOverflow) || got != 0):
+			t.Errorf("%s: Amount = %d, %v; want 0 and ErrAmountOverflow", tc.name, got, err)
+		}
+	}
+}
+
+func TestCheckPrice(t *testing.T) {
+	t.Parallel()
+	bound := strconv.FormatInt(ordersaga.MaxPriceCents, 10)
+	for _, tc := range []struct {
+		cents int64
+		ok    bool
+	}{{0, true}, {1, true}, {ordersaga.MaxPriceCents, true}, {ordersaga.MaxPriceCents + 1, false}, {1 << 62, false}, {-1, false}} {
+		err := ordersaga.CheckPrice("SKU-1", tc.cents)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckPrice(%d) = %v, want ok %v", tc.cents, err, tc.ok)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "price_cents") || !strings.Contains(err.Error(), bound) || !strings.Contains(err.Error(), "SKU-1")) {
+			t.Errorf("CheckPrice(%d) = %q: want the SKU, the field and the bound %s named", tc.cents, err, bound)
+		}
+	}
+	// The bound leaves the largest order within MaxAmountCents.
+	if ordersaga.MaxLines*ordersaga.MaxQty*ordersaga.MaxPriceCents != ordersaga.MaxAmountCents {
+		t.Errorf("MaxAmountCents %d is not MaxLines × MaxQty × MaxPriceCents", ordersaga.MaxAmountCents)
+	}
+}
+
+func TestCheckPayment(t *testing.T) {
+	t.Parallel()
+	const maxInt64 = int64(^uint64(0) >> 1)
+	type pay struct {
+		event, order string
+		cents        int64
+		currency     string
+	}
+	ok := pay{"evt-1", "o-1", 1998, "CNY"}
+	with := func(f func(*pay)) pay { p := ok; f(&p); return p }
+	for _, tc := range []struct {
+		name  string
+		p     pay
+		field string // "" when valid
+	}{
+		{"valid", ok, ""},
+		{"amount_0", with(func(p *pay) { p.cents = 0 }), ""},
+		{"amount_at_the_bound", with(func(p *pay) { p.cents = ordersaga.MaxAmountCents }), ""},
+		{"amount_past_the_bound", with(func(p *pay) { p.cents = ordersaga.MaxAmountCents + 1 }), "amount_cents"},
+		{"amount_max_int64", with(func(p *pay) { p.cents = maxInt64 }), "amount_cents"},
+		{"amount_negative", with(func(p *pay) { p.cents = -1 }), "amount_cents"},
+		{"event_empty", with(func(p *pay) { p.event = "" }), "event_id"},
+		{"event_space", with(func(p *pay) { p.event = "evt 1" }), "event_id"},
+		{"event_255", with(func(p *pay) { p.event = strings.Repeat("e", 255) }), ""},
+		{"event_256", with(func(p *pay) { p.event = strings.Repeat("e", 256) }), "event_id"},
+		{"order_64", with(func(p *pay) { p.order = strings.Repeat("o", 64) }), ""},
+		{"order_65", with(func(p *pay) { p.order = strings.Repeat("o", 65) }), "order_id"},
+		{"currency_lower", with(func(p *pay) { p.currency = "cny" }), "currency"},
+		{"currency_4", with(func(p *pay) { p.currency = "CNYY" }), "currency"},
+	} {
+		got := ordersaga.CheckPayment(tc.p.event, tc.p.order, tc.p.cents, tc.p.currency)
+		switch {
+		case tc.field == "" && got != nil:
+			t.Errorf("%s: %v, want valid", tc.name, got)
+		case tc.field != "" && (got == nil || got.Field != tc.field || got.Want == ""):
+			t.Errorf("%s: %+v, want field %s", tc.name, got, tc.field)
+		case tc.field == "amount_cents" && !strings.Contains(got.Want, strconv.FormatInt(ordersaga.MaxAmountCents, 10)):
+			t.Errorf("%s: %q does not name the bound %d", tc.name, got.Want, ordersaga.MaxAmountCents)
 		}
 	}
 }

@@ -96,6 +96,8 @@ func businessError(err error) error {
 	switch {
 	case errors.Is(err, ordersaga.ErrCompensated):
 		return nonRetryable(ErrTypeCompensated, err)
+	case errors.Is(err, ordersaga.ErrAmountOverflow):
+		return nonRetryable(ErrTypeAmountOverflow, err)
 	case errors.Is(err, ordersaga.ErrUnknownSKU):
 		var u *ordersaga.UnknownSKUError
 		if errors.As(err, &u) {
@@ -229,7 +231,7 @@ func (a *Activities) MarkPaid(ctx context.Context, in MarkPaidInput) error {
 	if errors.Is(err, ordersaga.ErrOrderNotPayable) {
 		return nonRetryable("OrderNotPayable", err)
 	}
-	return err
+	return businessError(err)
 }
 
 // RecordPayment records a payment that was not applied: refunded (it came late or twice) or rejected (wrong
@@ -238,7 +240,7 @@ func (a *Activities) MarkPaid(ctx context.Context, in MarkPaidInput) error {
 func (a *Activities) RecordPayment(ctx context.Context, p ordersaga.PaymentRecord) (ordersaga.PaymentRecord, error) {
 	rec, inserted, err := a.Store.RecordPayment(ctx, p)
 	if err != nil {
-		return ordersaga.PaymentRecord{}, err
+		return ordersaga.PaymentRecord{}, businessError(err)
 	}
 	if inserted && rec.Result.Refunds() {
 		activity.GetLogger(ctx).Info("payment refunded", "event_id", rec.EventID, "order_id", rec.OrderID,

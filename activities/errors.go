@@ -10,4 +10,8 @@ const (
 	ErrTypeBadInput    = "BadInput"
 	// ErrTypeLimitExceeded carries the *ordersaga.LimitExceededError as its details.
 	ErrTypeLimitExceeded = "LimitExceeded"
+	// ErrTypeAmountOverflow: an amount out of ordersaga's bounds (ordersaga.ErrAmountOverflow) — an order priced
+	// past MaxAmountCents (a price stored before the bound), or a payment amount the payments store refuses.
+	// Running it again gives the same answer.
+	ErrTypeAmountOverflow = "AmountOverflow"
 )

@@ -88,10 +88,10 @@ func TestMoneyOnDays_SumsEachDayPerCurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []sqlstore.MoneyTotals{
-		{Day: "2026-03-01", Currency: "CNY", Captured: 2499, Applied: 1000, Refunded: 1499, CapturedN: 3, AppliedN: 1, RefundedN: 2, RefundsUnsent: 2},
-		{Day: "2026-03-01", Currency: "EUR", Captured: 200, Applied: 200, CapturedN: 1, AppliedN: 1},
-		{Day: "2026-03-02", Currency: "CNY", Captured: 599, Applied: 300, Refunded: 299, CapturedN: 2, AppliedN: 1, RefundedN: 1},
-		{Day: "2026-03-02", Currency: "EUR", Captured: 700, Refunded: 700, CapturedN: 1, RefundedN: 1, RefundsUnsent: 1},
+		{Day: "2026-03-01", Currency: "CNY", Captured: "2499", Applied: "1000", Refunded: "1499", Unsettled: "0", CapturedN: 3, AppliedN: 1, RefundedN: 2, RefundsUnsent: 2},
+		{Day: "2026-03-01", Currency: "EUR", Captured: "200", Applied: "200", Refunded: "0", Unsettled: "0", CapturedN: 1, AppliedN: 1},
+		{Day: "2026-03-02", Currency: "CNY", Captured: "599", Applied: "300", Refunded: "299", Unsettled: "0", CapturedN: 2, AppliedN: 1, RefundedN: 1},
+		{Day: "2026-03-02", Currency: "EUR", Captured: "700", Applied: "0", Refunded: "700", Unsettled: "0", CapturedN: 1, RefundedN: 1, RefundsUnsent: 1},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("MoneyOnDays =\n%+v\nwant\n%+v", got, want)
@@ -169,7 +169,7 @@ func TestCheckMoneyDay_FindsNothingOnConsistentData(t *testing.T) {
 	if len(found) != 0 {
 		t.Errorf("findings on consistent data: %+v", found)
 	}
-	if len(totals) != 2 || totals[0].Captured != 2499 || totals[0].Applied != 1000 || totals[0].Refunded != 1499 {
+	if len(totals) != 2 || totals[0].Captured != "2499" || totals[0].Applied != "1000" || totals[0].Refunded != "1499" {
 		t.Errorf("totals = %+v", totals)
 	}
 }
@@ -287,7 +287,7 @@ func TestReconcileMoney_RecordsOnceAndExportsTheFindings(t *testing.T) {
 	if second.Findings != 1 || second.Recorded != 0 {
 		t.Errorf("second run: %+v; want the finding seen again and not recorded", second)
 	}
-	if len(first.Days) != 1 || first.Days[0].Captured != 799 || first.Days[0].Applied != 400 || first.Days[0].Refunded != 399 {
+	if len(first.Days) != 1 || first.Days[0].Captured != "799" || first.Days[0].Applied != "400" || first.Days[0].Refunded != "399" {
 		t.Errorf("days = %+v", first.Days)
 	}
 	for _, c := range []struct {

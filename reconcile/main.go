@@ -118,7 +118,7 @@ func writeMoney(w io.Writer, m activities.MoneySummary) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "DAY\tCURRENCY\tCAPTURED\tAPPLIED\tREFUNDED\tUNSETTLED\tREFUNDS UNSENT\t")
 	for _, d := range m.Days {
-		fmt.Fprintf(tw, "%s\t%s\t%d (%d)\t%d (%d)\t%d (%d)\t%d (%d)\t%d\t\n", d.Day, d.Currency, d.Captured, d.CapturedN,
+		fmt.Fprintf(tw, "%s\t%s\t%s (%d)\t%s (%d)\t%s (%d)\t%s (%d)\t%d\t\n", d.Day, d.Currency, d.Captured, d.CapturedN,
 			d.Applied, d.AppliedN, d.Refunded, d.RefundedN, d.Unsettled, d.UnsettledN, d.RefundsUnsent)
 	}
 	_ = tw.Flush()

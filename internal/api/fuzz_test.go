@@ -86,6 +86,7 @@ func FuzzPaymentEvent(f *testing.F) {
 	for _, seed := range []string{
 		`{"event_id":"evt-1","order_id":"o-1","amount_cents":1998,"currency":"CNY","status":"succeeded"}`,
 		`{"event_id":"evt-1","order_id":"o-1","amount_cents":-1,"currency":"CNY","status":"succeeded"}`,
+		`{"event_id":"evt-1","order_id":"o-1","amount_cents":20000000000000001,"currency":"CNY","status":"succeeded"}`,
 		`{"event_id":"","order_id":"o-1","amount_cents":1,"currency":"CNY","status":"succeeded"}`,
 		`{"event_id":"evt-1","order_id":"o-1","amount_cents":1,"currency":"cny","status":"succeeded"}`,
 		`{"event_id":"evt-1","order_id":"o-1","amount_cents":1,"currency":"CNY","status":"failed"}`,
@@ -107,7 +108,7 @@ func FuzzPaymentEvent(f *testing.F) {
 			}
 			return
 		}
-		if ev.EventID == "" || len(ev.EventID) > 255 || ev.OrderID == "" || len(ev.OrderID) > 64 || ev.AmountCents < 0 || len(ev.Currency) != 3 {
+		if ev.EventID == "" || len(ev.EventID) > 255 || ev.OrderID == "" || len(ev.OrderID) > 64 || ev.AmountCents < 0 || ev.AmountCents > ordersaga.MaxAmountCents || len(ev.Currency) != 3 {
 			t.Fatalf("accepted %q: %+v", body, ev)
 		}
 	})

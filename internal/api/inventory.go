@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 
@@ -90,10 +89,11 @@ func (s *server) handlePutInventory() http.Handler {
 			rule string
 		}{
 			{"stock", req.Stock, ordersaga.MaxStock, "required, an integer"},
-			{"price_cents", req.PriceCents, math.MaxInt64, "required, an integer"},
+			{"price_cents", req.PriceCents, ordersaga.MaxPriceCents, "required, an integer"},
 			{"per_user_limit", req.PerUserLimit, ordersaga.MaxStock, "optional, 0 (no limit) or a whole number of units"},
 		} {
 			// The stock's and the limit's bound is the Redis scripts' (ordersaga.MaxStock): past it they round.
+			// The price's keeps the largest order's amount within ordersaga.MaxAmountCents.
 			if f.v == nil || *f.v < 0 || *f.v > f.max {
 				pr := newProblem(kindInvalidField, fmt.Sprintf("%s: %s from 0 to %d", f.name, f.rule, f.max))
 				pr.Field = f.name

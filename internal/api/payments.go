@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -26,23 +25,11 @@ const PaymentSucceeded = ordersaga.PaymentSucceeded
 // PaymentAnswer is the webhook's 200 body.
 type PaymentAnswer = ordersaga.PaymentAnswer
 
-// The columns of payments bound these: event_id VARCHAR(255), order_id VARCHAR(64), currency CHAR(3).
-var (
-	eventIDPattern      = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`) // visible ASCII: the provider's IDs are opaque
-	paymentOrderPattern = regexp.MustCompile(`^[\x21-\x7e]{1,64}$`)
-	currencyPattern     = regexp.MustCompile(`^[A-Z]{3}$`)
-)
-
+// validatePayment names the first field of the event that breaks ordersaga.CheckPayment, the one check of a
+// payment's fields (the amount's bound included) for every way a payment comes in.
 func validatePayment(e PaymentEvent) *fieldError {
-	switch {
-	case !eventIDPattern.MatchString(e.EventID):
-		return &fieldError{"event_id", "want 1-255 visible ASCII characters"}
-	case !paymentOrderPattern.MatchString(e.OrderID):
-		return &fieldError{"order_id", "want 1-64 visible ASCII characters"}
-	case e.AmountCents < 0:
-		return &fieldError{"amount_cents", "must not be negative"}
-	case !currencyPattern.MatchString(e.Currency):
-		return &fieldError{"currency", "want a 3-letter upper-case ISO 4217 code"}
+	if p := ordersaga.CheckPayment(e.EventID, e.OrderID, e.AmountCents, e.Currency); p != nil {
+		return &fieldError{p.Field, p.Want}
 	}
 	return nil
 }

@@ -140,8 +140,8 @@ func (s *Store) SetInventoryLocked(ctx context.Context, in InventorySpec, fn fun
 	if err := ordersaga.CheckStock(sku, stock); err != nil {
 		return false, fmt.Errorf("set stock %w", err)
 	}
-	if priceCents < 0 {
-		return false, fmt.Errorf("set stock %s: price_cents must not be negative (got %d)", sku, priceCents)
+	if err := ordersaga.CheckPrice(sku, priceCents); err != nil {
+		return false, fmt.Errorf("set stock %w", err)
 	}
 	if err := ordersaga.CheckPerUserLimit(sku, in.PerUserLimit); err != nil {
 		return false, fmt.Errorf("set stock %w", err)

@@ -2,11 +2,15 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"strconv"
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/schema"
 )
 
 // The money ledger (docs/payments.md): the payments table read as an accountant reads it. Every payment event
@@ -14,6 +18,16 @@ import (
 // refunded and rejected_amount, recorded with the refund in the same insert), and an applied row without
 // refunded_at is money kept for a PAID order. A refund is also an outbox entry for the provider's adapter:
 // refund_sent_at is NULL until the adapter has handed it to the provider.
+
+// checkPaymentAmount refuses a payment whose amount is outside 0 to ordersaga.MaxAmountCents: the payments
+// store holds no amount the webhook, the payment signal or the pay update would refuse (ordersaga.CheckPayment).
+func checkPaymentAmount(p ordersaga.PaymentRecord) error {
+	if p.AmountCents < 0 || p.AmountCents > ordersaga.MaxAmountCents {
+		return fmt.Errorf("payment %s: amount_cents %d: want 0 to %d: %w", p.EventID, p.AmountCents, ordersaga.MaxAmountCents,
+			ordersaga.ErrAmountOverflow)
+	}
+	return nil
+}
 
 // DayLayout is how a money day is written: a UTC calendar day.
 const DayLayout = "2006-01-02"
@@ -40,6 +54,11 @@ func (e PaymentEntry) Refund() bool { return e.RefundedAt != nil }
 // Kept reports whether the payment is money kept for its order (applied and not refunded).
 func (e PaymentEntry) Kept() bool { return e.Result == ordersaga.PaymentApplied && e.RefundedAt == nil }
 
+// Cents is an exact sum of amounts in minor units: a decimal integer, written as a JSON number. A day's total
+// can pass an int64 (more than 461 payments at ordersaga.MaxAmountCents, or rows from before the bound), and
+// the money check reports it exactly all the same.
+type Cents = json.Number
+
 // MoneyTotals is one day's money in one currency, in minor units. Every payment is counted on the UTC day it
 // was recorded (created_at); a refund is recorded with its payment, so it falls on the same day.
 type MoneyTotals struct {
@@ -47,10 +66,10 @@ type MoneyTotals struct {
 	Currency string `json:"currency"`
 	// Captured is every payment event the provider captured; Applied the part kept for PAID orders;
 	// Refunded the part given back (refunded and rejected_amount); Unsettled the rest, which must be 0.
-	Captured  int64 `json:"captured_cents"`
-	Applied   int64 `json:"applied_cents"`
-	Refunded  int64 `json:"refunded_cents"`
-	Unsettled int64 `json:"unsettled_cents"`
+	Captured  Cents `json:"captured_cents"`
+	Applied   Cents `json:"applied_cents"`
+	Refunded  Cents `json:"refunded_cents"`
+	Unsettled Cents `json:"unsettled_cents"`
 	// The same as counts of payment events.
 	CapturedN  int64 `json:"captured"`
 	AppliedN   int64 `json:"applied"`
@@ -61,7 +80,31 @@ type MoneyTotals struct {
 }
 
 // Balanced reports whether captured = applied + refunded, to the cent.
-func (t MoneyTotals) Balanced() bool { return t.Captured == t.Applied+t.Refunded }
+func (t MoneyTotals) Balanced() bool {
+	c, a, r := centsInt(t.Captured), centsInt(t.Applied), centsInt(t.Refunded)
+	return c != nil && a != nil && r != nil && c.Cmp(new(big.Int).Add(a, r)) == 0
+}
+
+// centsInt reads an amount ("" is 0); nil when it is not a decimal integer.
+func centsInt(c Cents) *big.Int {
+	if c == "" {
+		return new(big.Int)
+	}
+	n, ok := new(big.Int).SetString(string(c), 10)
+	if !ok {
+		return nil
+	}
+	return n
+}
+
+// centsInt64 is an amount as an int64, or nil when it does not fit one.
+func centsInt64(c Cents) *int64 {
+	n := centsInt(c)
+	if n == nil || !n.IsInt64() {
+		return nil
+	}
+	return i64(n.Int64())
+}
 
 // DayStart is the UTC midnight that starts t's day.
 func DayStart(t time.Time) time.Time {
@@ -173,28 +216,68 @@ func (s *Store) MoneyOnDays(ctx context.Context, from, to time.Time) ([]MoneyTot
 	return out, nil
 }
 
+// amountPart is 2^32: the day's sums are of amount_cents split at it, amount = hi × 2^32 + lo (hi truncated
+// toward 0 and lo of amount's sign, alike on both databases), because a plain SUM can pass an int64, which
+// SQLite fails with "integer overflow" and MySQL returns as a DECIMAL that Go cannot read into an int64. The
+// parts' sums fit an int64 for any day of fewer than 2^31 payments, whatever the amounts.
+const amountPart = 1 << 32
+
+// amountParts are the SQL expressions of amount_cents' parts, hi and lo.
+func (s *Store) amountParts() (hi, lo string) {
+	div := "/" // SQLite: integer division of integers
+	if s.dialect == schema.MySQL {
+		div = "DIV" // "/" is decimal division there
+	}
+	part := strconv.Itoa(amountPart)
+	return "amount_cents " + div + " " + part, "amount_cents % " + part
+}
+
+// moneyDayRow is one currency of a day as the query sums it: every amount in parts (amountParts).
+type moneyDayRow struct {
+	Currency                          string
+	CapturedN, AppliedN, RefundedN    int64
+	CapturedHi, AppliedHi, RefundedHi int64
+	CapturedLo, AppliedLo, RefundedLo int64
+	RefundsUnsent                     int64
+}
+
+func joinParts(hi, lo int64) *big.Int {
+	n := new(big.Int).Lsh(big.NewInt(hi), 32)
+	return n.Add(n, big.NewInt(lo))
+}
+
 func (s *Store) moneyOnDay(ctx context.Context, day time.Time) ([]MoneyTotals, error) {
-	var rows []MoneyTotals
+	var rows []moneyDayRow
 	applied := string(ordersaga.PaymentApplied)
+	hi, lo := s.amountParts()
 	if err := s.db.WithContext(ctx).Raw(`SELECT currency,
 			COUNT(*) AS captured_n,
-			COALESCE(SUM(amount_cents), 0) AS captured,
+			COALESCE(SUM(`+hi+`), 0) AS captured_hi,
+			COALESCE(SUM(`+lo+`), 0) AS captured_lo,
 			COALESCE(SUM(CASE WHEN refunded_at IS NULL AND result = ? THEN 1 ELSE 0 END), 0) AS applied_n,
-			COALESCE(SUM(CASE WHEN refunded_at IS NULL AND result = ? THEN amount_cents ELSE 0 END), 0) AS applied,
+			COALESCE(SUM(CASE WHEN refunded_at IS NULL AND result = ? THEN `+hi+` ELSE 0 END), 0) AS applied_hi,
+			COALESCE(SUM(CASE WHEN refunded_at IS NULL AND result = ? THEN `+lo+` ELSE 0 END), 0) AS applied_lo,
 			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN 1 ELSE 0 END), 0) AS refunded_n,
-			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN amount_cents ELSE 0 END), 0) AS refunded,
+			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN `+hi+` ELSE 0 END), 0) AS refunded_hi,
+			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN `+lo+` ELSE 0 END), 0) AS refunded_lo,
 			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL AND refund_sent_at IS NULL THEN 1 ELSE 0 END), 0) AS refunds_unsent
 		FROM payments WHERE created_at >= ? AND created_at < ? GROUP BY currency ORDER BY currency`,
-		applied, applied, day, day.AddDate(0, 0, 1)).Scan(&rows).Error; err != nil {
+		applied, applied, applied, day, day.AddDate(0, 0, 1)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("money on %s: %w", day.Format(DayLayout), err)
 	}
-	for i := range rows {
-		r := &rows[i]
-		r.Day = day.Format(DayLayout)
-		r.Unsettled = r.Captured - r.Applied - r.Refunded
-		r.UnsettledN = r.CapturedN - r.AppliedN - r.RefundedN
+	out := make([]MoneyTotals, len(rows))
+	for i, r := range rows {
+		captured, appliedSum, refunded := joinParts(r.CapturedHi, r.CapturedLo), joinParts(r.AppliedHi, r.AppliedLo),
+			joinParts(r.RefundedHi, r.RefundedLo)
+		unsettled := new(big.Int).Sub(captured, appliedSum)
+		unsettled.Sub(unsettled, refunded)
+		out[i] = MoneyTotals{Day: day.Format(DayLayout), Currency: r.Currency,
+			Captured: Cents(captured.String()), Applied: Cents(appliedSum.String()), Refunded: Cents(refunded.String()),
+			Unsettled: Cents(unsettled.String()),
+			CapturedN: r.CapturedN, AppliedN: r.AppliedN, RefundedN: r.RefundedN,
+			UnsettledN: r.CapturedN - r.AppliedN - r.RefundedN, RefundsUnsent: r.RefundsUnsent}
 	}
-	return rows, nil
+	return out, nil
 }
 
 // PendingRefunds is the refund outbox: up to limit refunds the provider's adapter has not marked sent, oldest

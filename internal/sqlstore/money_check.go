@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/ordersaga/ordersaga"
@@ -23,10 +24,14 @@ const (
 	KindAppliedAmount = "applied_amount_mismatch"
 	// KindPaidWithoutPayment: a PAID order without its applied payment (subject: the order ID).
 	KindPaidWithoutPayment = "paid_without_payment"
+	// KindPaymentAmountOutOfRange: a payment whose amount is outside 0 to ordersaga.MaxAmountCents, which the
+	// payments store refuses since the bound: a row from before it, or written by hand (subject: the event ID).
+	KindPaymentAmountOutOfRange = "payment_amount_out_of_range"
 )
 
 // MoneyKinds lists the kinds above (the metric's label values).
-var MoneyKinds = []string{KindMoneyUnbalanced, KindPaymentUnsettled, KindAppliedNotPaid, KindAppliedAmount, KindPaidWithoutPayment}
+var MoneyKinds = []string{KindMoneyUnbalanced, KindPaymentUnsettled, KindAppliedNotPaid, KindAppliedAmount, KindPaidWithoutPayment,
+	KindPaymentAmountOutOfRange}
 
 // maxMoneyFindings bounds the rows one query of one day lists; the day's totals still count every payment.
 const maxMoneyFindings = 1000
@@ -55,9 +60,10 @@ type MoneyAnomalyRow struct {
 // CheckMoneyDay reconciles the money of one UTC day: the day's totals per currency and what does not hold —
 // captured = applied + refunded per currency; every payment applied or refunded; every applied (kept)
 // payment the one that PAID its order, for the order's amount and currency; every order PAID that day
-// holding its applied payment. A payment is judged on the day it was recorded, an order on the day it was
-// paid. MarkPaid writes the PAID status and the applied row in one transaction and a refund is recorded with
-// its payment, so nothing in flight shows as a discrepancy.
+// holding its applied payment; every amount within 0 to ordersaga.MaxAmountCents. A payment is judged on the
+// day it was recorded, an order on the day it was paid. MarkPaid writes the PAID status and the applied row in
+// one transaction and a refund is recorded with its payment, so nothing in flight shows as a discrepancy.
+// Whatever amounts the rows hold, the sums are exact (moneyOnDay) and the check reports rather than fails.
 func (s *Store) CheckMoneyDay(ctx context.Context, day time.Time) ([]MoneyTotals, []MoneyFinding, error) {
 	day = DayStart(day)
 	name := day.Format(DayLayout)
@@ -68,15 +74,30 @@ func (s *Store) CheckMoneyDay(ctx context.Context, day time.Time) ([]MoneyTotals
 	var found []MoneyFinding
 	for _, t := range totals {
 		if !t.Balanced() {
+			// The figures' columns are BIGINT: a sum past an int64 is in the detail alone.
+			kept := new(big.Int).Add(centsInt(t.Applied), centsInt(t.Refunded))
 			found = append(found, MoneyFinding{Kind: KindMoneyUnbalanced, Subject: name + "/" + t.Currency, Day: name,
-				Currency: t.Currency, Expected: i64(t.Captured), Observed: i64(t.Applied + t.Refunded),
-				Detail: fmt.Sprintf("captured %d ≠ applied %d + refunded %d: %d cents in %d payments neither applied nor refunded",
+				Currency: t.Currency, Expected: centsInt64(t.Captured), Observed: centsInt64(Cents(kept.String())),
+				Detail: fmt.Sprintf("captured %s ≠ applied %s + refunded %s: %s cents in %d payments neither applied nor refunded",
 					t.Captured, t.Applied, t.Refunded, t.Unsettled, t.UnsettledN)})
 		}
 	}
 	next := day.AddDate(0, 0, 1)
 	db := s.db.WithContext(ctx)
 	applied, paid := string(ordersaga.PaymentApplied), string(ordersaga.StatusPaid)
+
+	var outOfRange []paymentEntryRow
+	if err := db.Raw("SELECT "+paymentEntryColumns+` FROM payments
+		WHERE created_at >= ? AND created_at < ? AND (amount_cents < 0 OR amount_cents > ?) ORDER BY id LIMIT ?`,
+		day, next, ordersaga.MaxAmountCents, maxMoneyFindings).Scan(&outOfRange).Error; err != nil {
+		return nil, nil, fmt.Errorf("money on %s: amounts out of range: %w", name, err)
+	}
+	for _, r := range outOfRange {
+		found = append(found, MoneyFinding{Kind: KindPaymentAmountOutOfRange, Subject: r.EventID, Day: name, OrderID: r.OrderID,
+			EventID: r.EventID, Currency: r.Currency, Observed: i64(r.AmountCents),
+			Detail: fmt.Sprintf("payment of %d %s recorded as %q: the amount is outside 0 to %d", r.AmountCents, r.Currency,
+				r.Result, ordersaga.MaxAmountCents)})
+	}
 
 	var unsettled []paymentEntryRow
 	if err := db.Raw("SELECT "+paymentEntryColumns+` FROM payments

@@ -281,7 +281,12 @@ func (s *Store) MarkPaid(ctx context.Context, p ordersaga.PaymentRecord, paidAt 
 	return nil
 }
 
+// insertPayment writes a payments row, every one: an amount outside 0 to ordersaga.MaxAmountCents is refused
+// (ordersaga.ErrAmountOverflow) before anything is written.
 func insertPayment(tx *gorm.DB, p ordersaga.PaymentRecord, now time.Time) error {
+	if err := checkPaymentAmount(p); err != nil {
+		return err
+	}
 	return tx.Exec(`INSERT INTO payments (event_id, order_id, amount_cents, currency, result, detail, refunded_at, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		p.EventID, p.OrderID, p.AmountCents, p.Currency, string(p.Result), nullable(clip(p.Detail, paymentDetailChars)), p.RefundedAt, now).Error
