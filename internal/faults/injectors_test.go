@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,7 +76,8 @@ func TestProxyToxics(t *testing.T) {
 	}
 }
 
-// TestRedisServerFaults proves Restart (data lost), StopFor (refused meanwhile) and ScriptFlush.
+// TestRedisServerFaults proves Restart (data lost), StopFor (refused meanwhile), ScriptFlush, and RestartFrom a
+// Snapshot (the keys of then, not of now), each start counted with the keys it loaded.
 func TestRedisServerFaults(t *testing.T) {
 	r, _, rdb := redisBehind(t)
 	ctx := context.Background()
@@ -100,8 +102,31 @@ func TestRedisServerFaults(t *testing.T) {
 	if exists, err := rdb.ScriptExists(ctx, sha).Result(); err != nil || exists[0] {
 		t.Errorf("after ScriptFlush: SCRIPT EXISTS = %v %v, want false", exists, err)
 	}
-	if got := r.Faults(); got != 3 {
-		t.Errorf("Faults() = %d, want 3", got)
+
+	must(t, rdb.Set(ctx, "then", "v", 0).Err())
+	snap, err := r.Snapshot(ctx)
+	must(t, err)
+	must(t, rdb.Set(ctx, "now", "v", 0).Err())
+	loaded, err := r.RestartFrom(ctx, snap)
+	must(t, err)
+	if loaded != 1 {
+		t.Errorf("RestartFrom loaded %d keys, want 1", loaded)
+	}
+	if err := rdb.Get(ctx, "then").Err(); err != nil {
+		t.Errorf("after RestartFrom: GET then = %v, want the snapshot's value", err)
+	}
+	if err := rdb.Get(ctx, "now").Err(); !errors.Is(err, redis.Nil) {
+		t.Errorf("after RestartFrom: GET now = %v, want nil (written after the snapshot)", err)
+	}
+	must(t, r.Restart(ctx))
+	if err := rdb.Get(ctx, "then").Err(); !errors.Is(err, redis.Nil) {
+		t.Errorf("a Restart after RestartFrom: GET then = %v, want nil (empty again)", err)
+	}
+	if got, want := r.Comebacks(), []int64{0, 0, 1, 0}; !slices.Equal(got, want) {
+		t.Errorf("Comebacks() = %v, want %v", got, want)
+	}
+	if got := r.Faults(); got != 5 {
+		t.Errorf("Faults() = %d, want 5", got)
 	}
 }
 

@@ -120,6 +120,10 @@ func act(ctx context.Context, c client.Client, o *order) error {
 	return nil
 }
 
+// accepted reports whether the order's placement was accepted: it answered an order awaiting payment (the
+// API's 201).
+func (o *order) accepted() bool { return o.res.Order.Status == ordersaga.StatusAwaitingPayment }
+
 // wantFinal is the status an order of the group must end in.
 func (o *order) wantFinal() ordersaga.Status {
 	if o.res.Order.Status == ordersaga.StatusRejected {

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +19,7 @@ import (
 )
 
 // RedisServer is a redis-server process of its own, without persistence (no RDB, no AOF): a restart loses
-// every key, as a crashed cache node does.
+// every key, as a crashed cache node does, unless it is a RestartFrom an earlier Snapshot.
 type RedisServer struct {
 	mu   sync.Mutex
 	port int
@@ -22,7 +27,15 @@ type RedisServer struct {
 	cmd  *exec.Cmd
 	// faults counts the restarts, stops and script flushes, for a test's figures.
 	faults int
+	// snapshots numbers the snapshot files; comebacks are the keys each start after the first loaded.
+	snapshots int
+	started   bool
+	comebacks []int64
 }
+
+// dumpFile is the file redis-server loads at start from its working directory (its default dbfilename) and
+// SAVE writes.
+const dumpFile = "dump.rdb"
 
 // StartRedis starts redis-server on 127.0.0.1:port (0: a free port) with dir as its working directory, and
 // waits until it answers PING.
@@ -35,7 +48,7 @@ func StartRedis(ctx context.Context, port int, dir string) (*RedisServer, error)
 		port = p
 	}
 	r := &RedisServer{port: port, dir: dir}
-	if err := r.start(ctx); err != nil {
+	if _, err := r.start(ctx, ""); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -54,23 +67,89 @@ func freePort() (int, error) {
 // Addr is the server's host:port.
 func (r *RedisServer) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
 
-// Faults is how many restarts, stops and script flushes the server has been given.
+// Faults is how many restarts (empty or from a snapshot), stops and script flushes the server has been given.
 func (r *RedisServer) Faults() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.faults
 }
 
-func (r *RedisServer) start(ctx context.Context) error {
+// Comebacks are the keys the server loaded at each start after the first, in order: 0 for a restart that
+// came back empty, the snapshot's keys for a RestartFrom. Read from the server itself (INFO persistence,
+// rdb_last_load_keys_loaded), so a test can tell that its fault happened as named.
+func (r *RedisServer) Comebacks() []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return slices.Clone(r.comebacks)
+}
+
+// start starts the server, empty (snapshot "") or loading the snapshot file, waits until it answers PING
+// (a server still loading answers LOADING), and returns the keys it loaded.
+func (r *RedisServer) start(ctx context.Context, snapshot string) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	dump := filepath.Join(r.dir, dumpFile)
+	if err := os.Remove(dump); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("faults: start redis-server empty: %w", err)
+	}
+	if snapshot != "" {
+		if err := copyFile(snapshot, dump); err != nil {
+			return 0, fmt.Errorf("faults: start redis-server from %s: %w", snapshot, err)
+		}
+	}
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir, "--maxmemory-policy", "noeviction")
+		"--save", "", "--appendonly", "no", "--dir", r.dir, "--dbfilename", dumpFile, "--maxmemory-policy", "noeviction")
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("faults: start redis-server on %d: %w", r.port, err)
+		return 0, fmt.Errorf("faults: start redis-server on %d: %w", r.port, err)
 	}
 	r.cmd = cmd
-	return waitRedis(ctx, r.Addr())
+	if err := waitRedis(ctx, r.Addr()); err != nil {
+		return 0, err
+	}
+	loaded, err := keysLoaded(ctx, r.Addr())
+	if err != nil {
+		return 0, err
+	}
+	if snapshot != "" {
+		// Loaded: a later start without a snapshot must not find it.
+		if err := os.Remove(dump); err != nil {
+			return 0, fmt.Errorf("faults: remove the loaded snapshot: %w", err)
+		}
+	}
+	if r.started {
+		r.comebacks = append(r.comebacks, loaded)
+	}
+	r.started = true
+	return loaded, nil
+}
+
+// keysLoaded is the number of keys the server at addr loaded from its snapshot file at start.
+func keysLoaded(ctx context.Context, addr string) (int64, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "persistence").Result()
+	if err != nil {
+		return 0, fmt.Errorf("faults: INFO persistence on %s: %w", addr, err)
+	}
+	const field = "rdb_last_load_keys_loaded:"
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("faults: INFO persistence on %s: %s%q: %w", addr, field, v, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("faults: INFO persistence on %s has no %s (redis-server 7.0 or later reports it)", addr, field)
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o600)
 }
 
 // waitRedis polls PING until the server answers or ctx ends.
@@ -112,7 +191,34 @@ func (r *RedisServer) count() {
 func (r *RedisServer) Restart(ctx context.Context) error {
 	r.count()
 	r.kill()
-	return r.start(ctx)
+	_, err := r.start(ctx, "")
+	return err
+}
+
+// Snapshot saves the server's data now (SAVE: every key as of this moment) into a file of the server's
+// directory and returns its path, for a later RestartFrom.
+func (r *RedisServer) Snapshot(ctx context.Context) (string, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer rdb.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := rdb.Save(ctx).Err(); err != nil {
+		return "", fmt.Errorf("faults: SAVE on %s: %w", r.Addr(), err)
+	}
+	r.snapshots++
+	path := filepath.Join(r.dir, fmt.Sprintf("snapshot-%d.rdb", r.snapshots))
+	if err := os.Rename(filepath.Join(r.dir, dumpFile), path); err != nil {
+		return "", fmt.Errorf("faults: keep the snapshot: %w", err)
+	}
+	return path, nil
+}
+
+// RestartFrom kills the server and starts it again on the same port from a Snapshot: every key as it was
+// when the snapshot was taken (a cache node restored from an old backup). It returns the keys loaded.
+func (r *RedisServer) RestartFrom(ctx context.Context, snapshot string) (int64, error) {
+	r.count()
+	r.kill()
+	return r.start(ctx, snapshot)
 }
 
 // StopFor kills the server, leaves the port closed for d (or until ctx ends), and starts it again, empty.
@@ -125,7 +231,8 @@ func (r *RedisServer) StopFor(ctx context.Context, d time.Duration) error {
 	}
 	start, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return r.start(start)
+	_, err := r.start(start, "")
+	return err
 }
 
 // ScriptFlush empties the server's Lua script cache: the next EVALSHA of every script answers NOSCRIPT.

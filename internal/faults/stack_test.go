@@ -3,14 +3,20 @@ package faults_test
 import (
 	"context"
 	"database/sql"
+	"net"
+	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/faults"
+	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
@@ -29,22 +35,70 @@ type stack struct {
 	user       string  // the store's MySQL user
 	dsn        string  // the store's DSN (through the proxy)
 	dbAddr     string  // MariaDB's own address
+	opts       stackOptions
+	// metrics is the registry of the worker's reconciliation and reserve metrics (fallbacks, cold loads).
+	metrics *prometheus.Registry
+	// redisFailures counts the worker's Redis dials and commands that failed for want of a connection.
+	redisFailures *failureCounter
 }
 
-// stackOptions changes how the stores are opened.
+// stackOptions changes how the stores are opened and the worker runs.
 type stackOptions struct {
 	// dsnParams are session variables set on every store connection (innodb_lock_wait_timeout, ...).
 	dsnParams map[string]string
+	// dbFallback turns the reserve's Redis-down fallback on (RESERVE_DB_FALLBACK, on by default in the
+	// processes: internal/config); off, a reserve fails retryably until Redis answers.
+	dbFallback bool
 }
 
-// requireRealStores skips a test that needs the real MariaDB and a redis-server binary.
-func requireRealStores(t *testing.T) {
-	t.Helper()
+// failureCounter is a go-redis hook counting the dials and commands (after the client's own retries) that
+// failed because Redis could not be reached (redisstock.ConnectionFailed): refused, reset, timed out.
+type failureCounter struct{ n atomic.Int64 }
+
+func (c *failureCounter) count(err error) {
+	if err != nil && redisstock.ConnectionFailed(err) {
+		c.n.Add(1)
+	}
+}
+
+func (c *failureCounter) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		c.count(err)
+		return conn, err
+	}
+}
+
+func (c *failureCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		c.count(err)
+		return err
+	}
+}
+
+func (c *failureCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		c.count(err)
+		return err
+	}
+}
+
+// requireRealStores skips a test that needs the real MariaDB and a redis-server binary: without MYSQL_DSN (the
+// suite runs against the real services only), or without redis-server on a workstation. Under CI=true a
+// missing redis-server fails the test, as ORDERSAGA_REQUIRE_SPIN does for the model check: CI must not pass
+// a suite that never ran.
+func requireRealStores(tb testing.TB) {
+	tb.Helper()
 	if !testenv.RealMySQL() {
-		t.Skip("store fault tests need the real MariaDB: set MYSQL_DSN (e.g. root@tcp(127.0.0.1:3306)/test)")
+		tb.Skip("store fault tests need the real MariaDB: set MYSQL_DSN (e.g. root@tcp(127.0.0.1:3306)/test)")
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("store fault tests need the redis-server binary on PATH")
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("store fault tests need the redis-server binary on PATH, and CI=true (apt-get install -y redis-server): %v", err)
+		}
+		tb.Skipf("store fault tests need the redis-server binary on PATH (apt-get install -y redis-server; under CI=true its absence fails): %v", err)
 	}
 }
 
@@ -54,7 +108,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	requireRealStores(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s := &stack{}
+	s := &stack{opts: o, metrics: prometheus.NewRegistry(), redisFailures: &failureCounter{}}
 	s.startRedis(ctx, t)
 	s.openDatabase(t, o)
 	store, err := sqlstore.Open(ctx, s.dsn, "")
@@ -65,8 +119,41 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	rdb := redis.NewClient(&redis.Options{Addr: s.redisProxy.Addr, PoolSize: 64,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	t.Cleanup(func() { rdb.Close() })
-	s.env = sagatest.StartOn(t, store, redisstock.New(rdb, "", 0))
+	rdb.AddHook(s.redisFailures)
+	m, err := reconcile.NewMetrics(s.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.env = sagatest.StartWith(t, store, redisstock.New(rdb, "", 0), func(a *activities.Activities) {
+		a.DBFallback, a.Metrics = o.dbFallback, m
+	})
 	return s
+}
+
+// Names of the worker's metrics that show what a Redis fault did (internal/reconcile/metrics.go).
+const (
+	metricFallbacks = "ordersaga_reserve_db_fallback_total"
+	metricColdLoads = "ordersaga_reserve_cold_loads_total"
+)
+
+// metric is the value of one of the worker's counters (0 before it counted anything).
+func (s *stack) metric(t testing.TB, name string) int {
+	t.Helper()
+	families, err := s.metrics.Gather()
+	if err != nil {
+		t.Fatalf("gather the worker's metrics: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			total := 0.0
+			for _, m := range f.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+			return int(total)
+		}
+	}
+	t.Fatalf("the worker has no metric %s", name)
+	return 0
 }
 
 func (s *stack) startRedis(ctx context.Context, t *testing.T) {
