@@ -3,6 +3,7 @@ package platform_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,29 +73,35 @@ func TestOrderWorkerPollsNewWorkflowsWhileItsStickyQueueHasABacklog(t *testing.T
 			}
 		}
 	}()
-	// The signaller feeds the sticky queue for at most feedFor, or until the new workflow is done; the first
-	// signal that fails stops it (a signal lost is a task the backlog lacks).
-	const feedFor = 15 * time.Second
+	// The signallers feed the sticky queue for at most feedFor, or until the new workflow is done; a signal
+	// that fails stops its signaller (a signal lost is a task the backlog lacks) and fails the test. Several
+	// at once, so that the workflows get tasks faster than the worker's two slots complete them also when
+	// everything runs slower (the race detector).
+	const feedFor, signallers = 15 * time.Second, 4
 	var newcomerDone, fedToTheEnd atomic.Bool
-	var signalErr error
+	signalErrs := make(chan error, signallers)
 	signalled := make(chan struct{})
-	go func() {
-		defer close(signalled)
-		for i, end := 0, time.Now().Add(feedFor); !newcomerDone.Load(); i++ {
-			if time.Now().After(end) {
-				fedToTheEnd.Store(true)
-				return
+	var feeding sync.WaitGroup
+	for g := range signallers {
+		feeding.Go(func() {
+			for i, end := g, time.Now().Add(feedFor); !newcomerDone.Load(); i += signallers {
+				if time.Now().After(end) {
+					fedToTheEnd.Store(true)
+					return
+				}
+				if err := c.SignalWorkflow(ctx, ids[i%busy], "", "tick", nil); err != nil {
+					signalErrs <- fmt.Errorf("signal %d to %s: %w", i, ids[i%busy], err)
+					return
+				}
 			}
-			if err := c.SignalWorkflow(ctx, ids[i%busy], "", "tick", nil); err != nil {
-				signalErr = fmt.Errorf("signal %d to %s: %w", i, ids[i%busy], err)
-				return
-			}
-		}
-	}()
+		})
+	}
+	go func() { feeding.Wait(); close(signalled) }()
 	time.Sleep(2 * time.Second) // the busy workflows are in the worker's cache and their tasks queue up
 
-	// The backlog the test is about: at least half the busy workflows have a task waiting for a poll (the
-	// worker's two slots take two at once). Without it the new workflow's quick start proves nothing.
+	// The backlog the test is about: at least a quarter of the busy workflows have a task waiting for a poll,
+	// more than twice what the worker's two slots take at once (measured: 17-18 of 20, 11-18 under the race
+	// detector). Without it the new workflow's quick start proves nothing.
 	waiting, err := waitingTasks(ctx, c, ids)
 	if err != nil {
 		t.Fatal(err)
@@ -110,14 +117,15 @@ func TestOrderWorkerPollsNewWorkflowsWhileItsStickyQueueHasABacklog(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if signalErr != nil {
-		t.Fatalf("the signaller stopped: %v", signalErr)
+	close(signalErrs)
+	for err := range signalErrs {
+		t.Errorf("a signaller stopped: %v", err)
 	}
 	t.Logf("the new workflow completed in %s; %d of %d busy workflows had a task waiting on the sticky queue when it started",
 		time.Since(start), waiting, busy)
-	if waiting < busy/2 {
-		t.Errorf("%d of %d busy workflows had a task waiting when the new workflow started, want at least half: the sticky queue had no backlog, and the test proves nothing",
-			waiting, busy)
+	if waiting < busy/4 {
+		t.Errorf("%d of %d busy workflows had a task waiting when the new workflow started, want at least %d: the sticky queue had no backlog, and the test proves nothing",
+			waiting, busy, busy/4)
 	}
 	if fedToTheEnd.Load() {
 		t.Errorf("the new workflow completed only after the sticky queue stopped being fed (%s): it waited for the backlog", time.Since(start))
