@@ -43,7 +43,8 @@ type Config struct {
 	// ReserveDBFallback lets a reserve fall back to the database deduct alone when Redis is unreachable.
 	ReserveDBFallback bool // RESERVE_DB_FALLBACK (default true)
 	// IdempotencyRetention is how long an Idempotency-Key (its row and its Redis marker) is remembered after
-	// its first use; the order API treats an older key as new, and the cleanup schedule deletes its records.
+	// its last use, and while its order may be open; the order API treats a key unused for longer as new, and
+	// the cleanup schedule deletes its records. At least ORDER_PAYMENT_TIMEOUT + RECONCILE_GRACE.
 	IdempotencyRetention time.Duration // IDEMPOTENCY_RETENTION (default 24h)
 	// PlaceConcurrency bounds the order API's Update-with-Start calls in flight per process; placements past it
 	// wait for one to end (placement.Config.MaxPlacing).
@@ -80,6 +81,10 @@ type Config struct {
 	// at once.
 	WorkerLocalActivityConcurrency int // WORKER_LOCAL_ACTIVITY_CONCURRENCY (default WORKER_CONCURRENCY)
 }
+
+// DefaultReconcileGrace is what an unset RECONCILE_GRACE means: workflows.DefaultReconcileGrace (this package
+// imports nothing of the module; internal/platform's tests check the two agree).
+const DefaultReconcileGrace = 2 * time.Minute
 
 // Defaults used when a variable is unset.
 var defaults = Config{
@@ -172,6 +177,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.IdempotencyRetention = d
 		}
 	}
+	if err := c.checkRetention(); err != nil {
+		errs = append(errs, err)
+	}
 	count("RECONCILE_BATCH", &c.ReconcileBatch, 1, 10000)
 	if v := strings.TrimSpace(getenv("RESERVE_DB_FALLBACK")); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -207,6 +215,22 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("CURRENCY=%q: want a 3-letter upper-case ISO 4217 code", c.Currency))
 	}
 	return c, errors.Join(errs...)
+}
+
+// checkRetention refuses an IDEMPOTENCY_RETENTION shorter than the longest an order stays open after its
+// key's last answer: its payment window (ORDER_PAYMENT_TIMEOUT) and the reconciliation's grace past its
+// deadline (RECONCILE_GRACE). A key is never forgotten while its order is open anyway, but a shorter retention
+// would lean on that for every order.
+func (c Config) checkRetention() error {
+	grace := c.ReconcileGrace
+	if grace <= 0 {
+		grace = DefaultReconcileGrace
+	}
+	if c.IdempotencyRetention < c.PaymentTimeout+grace {
+		return fmt.Errorf("IDEMPOTENCY_RETENTION=%s is shorter than ORDER_PAYMENT_TIMEOUT=%s + RECONCILE_GRACE=%s: a key must be remembered while its order may be open; want at least %s",
+			c.IdempotencyRetention, c.PaymentTimeout, grace, c.PaymentTimeout+grace)
+	}
+	return nil
 }
 
 // readInt reads the integer variable name into *dst when it is set; a value that is not an integer between lo

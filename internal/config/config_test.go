@@ -129,6 +129,42 @@ func TestFromEnv_IdempotencyRetention(t *testing.T) {
 	}
 }
 
+// TestFromEnv_RetentionCoversThePaymentWindow: a key must be remembered while its order may still be open, so
+// an IDEMPOTENCY_RETENTION shorter than ORDER_PAYMENT_TIMEOUT plus RECONCILE_GRACE (default 2m) is refused,
+// naming both; as long or longer is accepted.
+func TestFromEnv_RetentionCoversThePaymentWindow(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		vars map[string]string
+		ok   bool
+	}{
+		{"defaults", nil, true},
+		{"retention_shorter_than_the_payment_timeout", map[string]string{"IDEMPOTENCY_RETENTION": "10m"}, false},
+		{"retention_within_the_default_grace", map[string]string{"IDEMPOTENCY_RETENTION": "16m"}, false},
+		{"retention_is_timeout_plus_default_grace", map[string]string{"IDEMPOTENCY_RETENTION": "17m"}, true},
+		{"retention_within_the_grace_set", map[string]string{"IDEMPOTENCY_RETENTION": "17m", "RECONCILE_GRACE": "5m"}, false},
+		{"timeout_past_the_default_retention", map[string]string{"ORDER_PAYMENT_TIMEOUT": "24h"}, false},
+		{"short_timeout_short_retention", map[string]string{"ORDER_PAYMENT_TIMEOUT": "30s", "IDEMPOTENCY_RETENTION": "3m",
+			"RECONCILE_GRACE": "10s"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.FromEnv(env(tt.vars))
+			if tt.ok {
+				if err != nil {
+					t.Errorf("%v: %v, want accepted", tt.vars, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "IDEMPOTENCY_RETENTION") || !strings.Contains(err.Error(), "ORDER_PAYMENT_TIMEOUT") {
+				t.Errorf("%v: error %v, want one naming IDEMPOTENCY_RETENTION and ORDER_PAYMENT_TIMEOUT", tt.vars, err)
+			}
+		})
+	}
+}
+
 func TestFromEnv_PlaceConcurrency(t *testing.T) {
 	t.Parallel()
 	d, err := config.FromEnv(env(nil))
