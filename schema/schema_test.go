@@ -82,10 +82,10 @@ func wantShape() shape {
 				"order_id", "event_id", "currency", "expected_cents", "observed_cents", "detail"),
 			Keys: []string{"index(day)", "pk(id)", "unique(kind,subject)"},
 		},
-		"idempotency_keys": { // 0002: the order API's Idempotency-Key rows; 0005: nonce, the cleanup's index
+		"idempotency_keys": { // 0002: the order API's Idempotency-Key rows; 0005: nonce; 0007: the last use's index (the cleanup's)
 			Columns: withNullable(notNull("id", "user_id", "idem_key", "fingerprint", "generation", "order_id", "started",
 				"created_at", "updated_at"), "status_code", "response_body", "nonce"),
-			Keys: []string{"index(created_at)", "pk(id)", "unique(idem_key,user_id)"},
+			Keys: []string{"index(created_at)", "index(updated_at)", "pk(id)", "unique(idem_key,user_id)"},
 		},
 		"marker_fence": { // 0006: the markers' fence of the database-only placement
 			Columns: withNullable(notNull("id", "gen", "active"), "active_since"),

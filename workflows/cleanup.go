@@ -20,9 +20,9 @@ var cleanupOptions = workflow.ActivityOptions{
 }
 
 // IdempotencyCleanupWorkflow is one run of the idempotency records' cleanup: batch after batch, it deletes
-// the rows of idempotency_keys older than the retention and their Redis markers, until a batch finds fewer
-// expired rows than it may delete (or MaxBatches ran), resting Pause between two full batches, then
-// publishes what it deleted. A Temporal Schedule starts it (overlap SKIP).
+// the rows of idempotency_keys unused for the retention whose orders are not open, and their Redis markers,
+// until a batch finds fewer expired rows than it may delete (or MaxBatches ran), resting Pause between two
+// full batches, then publishes what it deleted. A Temporal Schedule starts it (overlap SKIP).
 func IdempotencyCleanupWorkflow(ctx workflow.Context, in IdempotencyCleanupInput) (IdempotencyCleanupResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, cleanupOptions)
 	var sum IdempotencyCleanupResult

@@ -29,7 +29,8 @@ const (
 
 // IdempotencyCleanupInput configures one cleanup run; the zero value means the defaults.
 type IdempotencyCleanupInput struct {
-	// Retention: rows older than this are deleted (0 = DefaultIdempotencyRetention).
+	// Retention: rows unused for longer than this (and a refresh step: sqlstore.IdempotencyLife) whose order
+	// is not open are deleted (0 = DefaultIdempotencyRetention).
 	Retention time.Duration
 	// BatchSize is the rows one activity deletes (0 = DefaultIdempotencyCleanupBatch).
 	BatchSize int

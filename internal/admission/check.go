@@ -380,8 +380,9 @@ type ClaimMarker = redisstock.ClaimMarker
 // ClaimName is the marker name of (user, Idempotency-Key): redisstock.ClaimName.
 func ClaimName(userID, key string) string { return redisstock.ClaimName(userID, key) }
 
-// MarkClaimed sets the markers of keys that have a row in idempotency_keys (a new life's over any earlier
-// one's, the others only where there is none): redisstock.Store.ClaimMarkers.
+// MarkClaimed sets the markers of keys that have a row in idempotency_keys (a new life's, or a new last use's,
+// over any earlier one's; the others only where there is none, or longer where the same life's is):
+// redisstock.Store.ClaimMarkers.
 func (r *Gate) MarkClaimed(ctx context.Context, markers ...ClaimMarker) error {
 	return r.rs.ClaimMarkers(ctx, markers...)
 }

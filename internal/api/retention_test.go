@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -12,8 +13,9 @@ import (
 )
 
 // TestPlaceOrder_KeyExpiresAfterTheRetention: POST /v1/orders with one Idempotency-Key replays (201 again,
-// Idempotent-Replayed) and refuses another body (422) within IDEMPOTENCY_RETENTION; after it the same key is
-// a new order (201, not replayed) with a new order ID, and another body is accepted too.
+// Idempotent-Replayed) and refuses another body (422) within IDEMPOTENCY_RETENTION after its last answer; once
+// unused for longer, its order closed, the same key is a new order (201, not replayed) with a new order ID, and
+// another body is accepted too.
 func TestPlaceOrder_KeyExpiresAfterTheRetention(t *testing.T) {
 	t.Parallel()
 	const retention = 3 * time.Second
@@ -36,7 +38,8 @@ func TestPlaceOrder_KeyExpiresAfterTheRetention(t *testing.T) {
 	}
 	e.place("k-ret-api", other).wantProblem(t, http.StatusUnprocessableEntity, "idempotency-key-reused")
 
-	clk.Advance(retention)
+	e.cancelRecorded(id1) // a key is kept while its order is open
+	clk.Advance(retention + time.Second)
 	second := e.place("k-ret-api", body)
 	if second.status != http.StatusCreated || second.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("after the retention: %s (replayed %q), want a new 201", second, second.header.Get("Idempotent-Replayed"))
@@ -49,6 +52,7 @@ func TestPlaceOrder_KeyExpiresAfterTheRetention(t *testing.T) {
 		t.Errorf("Location %q, want the new order's", loc)
 	}
 
+	e.cancelRecorded(id2)
 	clk.Advance(retention + time.Second)
 	third := e.place("k-ret-api", other)
 	if third.status != http.StatusCreated {
@@ -59,5 +63,21 @@ func TestPlaceOrder_KeyExpiresAfterTheRetention(t *testing.T) {
 	}
 	if n := e.countRows("orders", "user_id = ?", "u-ret"); n != 3 {
 		t.Errorf("%d orders, want 3", n)
+	}
+}
+
+// cancelRecorded cancels an order through the API and waits until the database records it cancelled.
+func (e *apiEnv) cancelRecorded(orderID string) {
+	e.t.Helper()
+	if c := e.do(http.MethodPost, "/v1/orders/"+orderID+"/cancel", nil, nil); c.status != http.StatusOK {
+		e.t.Fatalf("cancel %s: %s", orderID, c)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if o, err := e.Store.Order(context.Background(), orderID); err == nil && o.Status == ordersaga.StatusCancelled {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("order %s not recorded cancelled a minute after its cancel", orderID)
+		}
 	}
 }

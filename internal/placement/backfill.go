@@ -95,7 +95,8 @@ func (s *Service) markAll(ctx context.Context) (int, error) {
 	var after int64
 	marked := 0
 	for {
-		// Expired rows are skipped: placement treats them as absent, and the cleanup deletes them.
+		// Expired rows are skipped: placement treats them as absent, and the cleanup deletes them. A row past
+		// its life whose order may be open lives on: its marker gets a full life.
 		refs, err := s.cfg.Store.IdempotencyKeysAfter(ctx, after, claimsPage, s.cfg.Retention)
 		if err != nil {
 			return marked, err
@@ -105,7 +106,11 @@ func (s *Service) markAll(ctx context.Context) (int, error) {
 		}
 		markers := make([]marker, len(refs))
 		for i, r := range refs {
-			markers[i] = s.markerOf(r.UserID, r.Key, r.Nonce, r.Age, false) // never over a life written since the read
+			age := r.Age
+			if r.Open {
+				age = 0
+			}
+			markers[i] = s.markerOf(r.UserID, r.Key, r.Nonce, age, false) // never over a life written since the read
 		}
 		if err := rs.MarkClaimed(ctx, markers...); err != nil {
 			return marked, err

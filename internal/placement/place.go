@@ -39,6 +39,11 @@ type placement struct {
 	// redisDown: a Redis call found Redis unreachable and the database-only path is on; the placement
 	// calls Redis no more.
 	redisDown bool
+	// markerUntil is when the key's marker expires at the earliest, as far as this placement knows (zero:
+	// unknown); fenced: it raised the markers' fence, which covers its key until every live key is marked
+	// again. A write of the row that extends its life must leave the marker living at least as long (cover).
+	markerUntil time.Time
+	fenced      bool
 }
 
 func (p *placement) run(ctx context.Context) (Outcome, error) {
@@ -89,9 +94,11 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 			return gated(sku), nil
 		}
 	}
-	// A key without a row, or whose row is older than the retention, gets a new life: a new nonce, and order
-	// IDs derived from it.
+	// A key without a row, or whose row was unused for its life and has no order open, gets a new life: a new
+	// nonce, and order IDs derived from it. A use of a live key is its last use from now on (Refreshed, when
+	// the claim wrote it).
 	nonce := NewNonce()
+	claimed := time.Now()
 	rec, fresh, err := p.store.ClaimIdempotencyKey(ctx, keyClaim{
 		UserID: p.req.UserID, Key: p.req.Key, Fingerprint: p.fingerprint, Nonce: nonce,
 		OrderID: OrderID(p.req.UserID, p.req.Key, nonce, 0),
@@ -99,18 +106,34 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return unavailable(serviceDatabase, err), nil
 	}
-	// Marked after the row is written: a key with a row within the retention always has a marker, or the
-	// markers are not ready. The writer of a new life sets it over any earlier life's (its nonce, a fresh
-	// TTL); another request sets it only where Redis has none (one that expired, or one its writer has not set
-	// yet), never over a newer life's.
-	marked := !fresh && fast.Claimed
-	if !marked && !p.redisDown {
-		err := p.stock.MarkClaimed(ctx, p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, rec.Age, fresh))
+	// Marked after the row is written: a key with a live row always has a marker that lives at least as long,
+	// or the markers are not ready, or the fence is up. The writer of a life, or of its last use, sets it over
+	// any earlier life's (its nonce, a full life's TTL); another request sets it where Redis has none (one
+	// that expired, or one its writer has not set yet) or makes the same life's live as long as the row,
+	// never over a newer life's. A marker found by the fast path already lives as long as the row read.
+	wrote := fresh || rec.Refreshed
+	switch {
+	case !wrote && fast.Claimed:
+		p.markerUntil = claimed.Add(p.s.life() - rec.Age)
+	case !p.redisDown:
+		m := p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, rec.Age, wrote)
+		err := p.stock.MarkClaimed(ctx, m)
 		switch {
 		case err == nil:
-			marked = true
+			p.markerUntil = claimed.Add(m.TTL)
 		case p.redisFails(err):
+			if rec.Refreshed {
+				// The row lives a life more without its marker: no process may answer it from the fast path.
+				if ferr := p.s.raiseFence(ctx); ferr != nil {
+					return unavailable(serviceDatabase, ferr), nil
+				}
+			}
 			return unavailable(serviceRedis, err), nil
+		}
+	}
+	if rec.Refreshed {
+		if err := p.cover(ctx, rec); err != nil {
+			return unavailable(serviceDatabase, err), nil
 		}
 	}
 	if rec.Fingerprint != p.fingerprint {
@@ -162,15 +185,15 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 			rec = cur
 		}
 	}
-	if !marked {
-		// The key has a row and no marker: raise the fence before its order starts, so that no process
-		// answers a retry of it from the fast path.
-		if err := p.s.raiseFence(ctx); err != nil {
-			return unavailable(serviceDatabase, err), nil
-		}
-	}
 	if err := p.store.MarkIdempotencyStarted(ctx, p.req.UserID, p.req.Key, rec.OrderID); err != nil {
 		return unavailable(serviceDatabase, err), nil
+	}
+	if !rec.Started {
+		// Before its order starts the key has a marker that lives as long as its row, or the fence is up: no
+		// process answers a retry of it from the fast path.
+		if err := p.cover(ctx, rec); err != nil {
+			return unavailable(serviceDatabase, err), nil
+		}
 	}
 	held := adm
 	adm = nil // place hands the units back once the reservation is decided
@@ -199,6 +222,8 @@ func (p *placement) answer(ctx context.Context, rec keyRecord, res workflows.Res
 	next := OrderID(p.req.UserID, p.req.Key, rec.Nonce, rec.Generation+1)
 	if err := p.store.NextIdempotencyGeneration(ctx, p.req.UserID, p.req.Key, rec.OrderID, next); err != nil {
 		p.s.cfg.Logger.Warn("move idempotency key past a rejected order; a retry replays the rejection", "order_id", rec.OrderID, "error", err)
+	} else {
+		p.coverOrWarn(ctx, rec)
 	}
 	switch {
 	case res.SoldOutSKU != "":
@@ -224,7 +249,45 @@ func (p *placement) reserved(ctx context.Context, rec keyRecord, o ordersaga.Ord
 	if !stored && kept.Answered() && kept.OrderID == rec.OrderID {
 		return replay(kept)
 	}
+	if stored {
+		p.coverOrWarn(ctx, rec)
+	}
 	return out
+}
+
+// cover makes the key's marker live at least a life past now, after a write of the key's row that made now its
+// last use (or before its order starts): unless the marker this placement knows of does already, it sets it
+// over any other (the write made the row's life the current one for at least the retention); where it cannot
+// (Redis unreachable or failing), it raises the markers' fence, so that no process answers the key from the
+// fast path until every live key is marked again. The error is the fence's.
+func (p *placement) cover(ctx context.Context, rec keyRecord) error {
+	if p.fenced || !time.Now().Add(p.s.life()).After(p.markerUntil) {
+		return nil
+	}
+	if !p.redisDown {
+		start := time.Now()
+		m := p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, 0, true)
+		err := p.stock.MarkClaimed(ctx, m)
+		if err == nil {
+			p.markerUntil = start.Add(m.TTL)
+			return nil
+		}
+		p.redisFails(err) // Redis unreachable and the database-only path on: no more Redis calls
+		p.s.cfg.Logger.Warn("mark idempotency key: the markers' fence is raised instead", "order_id", rec.OrderID, "error", err)
+	}
+	if err := p.s.raiseFence(ctx); err != nil {
+		return err
+	}
+	p.fenced = true
+	return nil
+}
+
+// coverOrWarn is cover after an answer, which stands whatever cover does: a failure is logged.
+func (p *placement) coverOrWarn(ctx context.Context, rec keyRecord) {
+	if err := p.cover(ctx, rec); err != nil {
+		p.s.cfg.Logger.Error("idempotency key used without its marker or the markers' fence: a retry may be answered from the sold-out fast path",
+			"order_id", rec.OrderID, "error", err)
+	}
 }
 
 // refusedAfterClaim decides a refusal (the fast path's recheck, or the admission gate) that came after the key

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/admission"
+	"github.com/ordersaga/ordersaga/internal/orderclient"
 	"github.com/ordersaga/ordersaga/internal/placement"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/retention"
@@ -57,8 +58,9 @@ func (e *env) marker(t *testing.T, user, key string) string {
 	return v
 }
 
-// TestPlace_KeyExpires: within the retention a key replays; after it the same key is a new order with a new
-// order ID, never one used before, whatever its body; concurrent requests on an expired key place one order.
+// TestPlace_KeyExpires: within the retention after its last answer a key replays; once unused for longer (its
+// order closed) the same key is a new order with a new order ID, never one used before, whatever its body;
+// concurrent requests on an expired key place one order.
 func TestPlace_KeyExpires(t *testing.T) {
 	t.Parallel()
 	e, clk := retentionEnv(t)
@@ -74,8 +76,10 @@ func TestPlace_KeyExpires(t *testing.T) {
 	}
 	want(t, e.place("k-ret", "u-ret", ordersaga.Line{SKU: "RET-1", Qty: 2}), placement.KeyReused)
 
-	// Past the retention: the same body is a new order, then replays as that one.
-	clk.Advance(time.Second)
+	// Past the retention after the last answer, the order closed: the same body is a new order, then replays
+	// as that one.
+	e.cancel(t, first.OrderID)
+	clk.Advance(testRetention + time.Second)
 	second := want(t, e.place("k-ret", "u-ret", line), placement.Reserved)
 	if seen[second.OrderID] {
 		t.Fatalf("the key's new order reused order ID %s", second.OrderID)
@@ -89,6 +93,7 @@ func TestPlace_KeyExpires(t *testing.T) {
 	}
 
 	// Past it again, another body: accepted (no 422), a third order ID.
+	e.cancel(t, second.OrderID)
 	clk.Advance(testRetention + time.Second)
 	third := want(t, e.place("k-ret", "u-ret", ordersaga.Line{SKU: "RET-1", Qty: 3}), placement.Reserved)
 	if seen[third.OrderID] {
@@ -100,6 +105,7 @@ func TestPlace_KeyExpires(t *testing.T) {
 	}
 
 	// Twenty requests at once on the expired key, over three services: one new order, one answer.
+	e.cancel(t, third.OrderID)
 	clk.Advance(testRetention + time.Second)
 	services := []*env{e, serviceOn(t, e.Env, func(c *placement.Config) { c.Retention = testRetention }),
 		serviceOn(t, e.Env, func(c *placement.Config) { c.Retention = testRetention })}
@@ -296,8 +302,8 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled: the cleanup's Schedule is ensured (twice: one schedule,
-// overlap SKIP) and a run of IdempotencyCleanupWorkflow on the worker deletes the expired rows and markers in
-// batches, leaving the rows within the retention.
+// overlap SKIP) and a run of IdempotencyCleanupWorkflow on the worker deletes the expired rows (their orders
+// closed) and markers in batches, leaving the rows within the retention.
 func TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled(t *testing.T) {
 	t.Parallel()
 	e, clk := retentionEnv(t)
@@ -320,7 +326,8 @@ func TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled(t *testing.T) {
 	e.Stock(t, "CLWF-1", 100, 100)
 	line := ordersaga.Line{SKU: "CLWF-1", Qty: 1}
 	for i := range 20 {
-		want(t, e.place(fmt.Sprintf("k-old-%d", i), "u-clwf", line), placement.Reserved)
+		o := want(t, e.place(fmt.Sprintf("k-old-%d", i), "u-clwf", line), placement.Reserved)
+		e.cancel(t, o.OrderID) // closed: a key whose order is open is never deleted
 	}
 	clk.Advance(testRetention + time.Second)
 	for i := range 3 {
@@ -350,5 +357,195 @@ func TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled(t *testing.T) {
 		if m, rec := e.marker(t, "u-clwf", fmt.Sprintf("k-live-%d", i)), keyRow(t, e, "u-clwf", fmt.Sprintf("k-live-%d", i)); m != rec.Nonce {
 			t.Errorf("marker of live key %d: %q, want %q", i, m, rec.Nonce)
 		}
+	}
+}
+
+// markerTTL returns how long the key's marker has left (0 when there is none).
+func (e *env) markerTTL(t *testing.T, user, key string) time.Duration {
+	t.Helper()
+	d, err := e.Redis.Client().PTTL(context.Background(), e.Redis.ClaimKey(placement.MarkerName(user, key))).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return max(d, 0)
+}
+
+// shortenMarker sets what the key's marker has left to d, as if Redis's clock had moved on with the store's
+// (the store's clock moves in jumps; Redis's does not).
+func (e *env) shortenMarker(t *testing.T, user, key string, d time.Duration) {
+	t.Helper()
+	if ok, err := e.Redis.Client().PExpire(context.Background(), e.Redis.ClaimKey(placement.MarkerName(user, key)), d).Result(); err != nil || !ok {
+		t.Fatalf("shorten the marker of %s: %v %v", key, ok, err)
+	}
+}
+
+// cancel cancels an order and waits until the database records it closed (the workflow answers the cancel
+// once compensated, and records the status after).
+func (e *env) cancel(t *testing.T, orderID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if o, err := orderclient.Cancel(ctx, e.Client, orderID, "test"); err != nil || o.Status != ordersaga.StatusCancelled {
+		t.Fatalf("cancel %s: %+v %v", orderID, o, err)
+	}
+	for {
+		o, err := e.Store.Order(ctx, orderID)
+		if err == nil && o.Status == ordersaga.StatusCancelled {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("order %s not recorded cancelled: %+v %v", orderID, o, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPlace_KeyLivesTheRetentionAfterItsLastAnswer: a key is remembered for the retention after its last
+// answer, not after its first use: a retry just past first use + retention replays the order its last answer
+// named, never a second order, and the key's marker lives as long as its row.
+func TestPlace_KeyLivesTheRetentionAfterItsLastAnswer(t *testing.T) {
+	t.Parallel()
+	e, clk := retentionEnv(t)
+	ctx := context.Background()
+	waitReady(t, e)
+
+	// The interleaving: the key's first use is rejected by the saga (Redis promised units the database
+	// did not have), stock comes back, the key succeeds near the end of the retention counted from its first
+	// use; the client loses the 201 and retries 300 ms later.
+	for _, closed := range []bool{false, true} {
+		name := map[bool]string{false: "rejected_first_then_reserved_near_the_end_replays_past_it",
+			true: "the_201_alone_restarts_the_retention_of_a_closed_order"}[closed]
+		t.Run(name, func(t *testing.T) {
+			sku, user, key := fmt.Sprintf("LIFE-A-%v", closed), fmt.Sprintf("u-life-a-%v", closed), "k-life-a"
+			if err := e.Store.SetInventory(ctx, sku, 0, 100); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Redis.SetAvailable(ctx, sku, 5); err != nil {
+				t.Fatal(err)
+			}
+			line := ordersaga.Line{SKU: sku, Qty: 1}
+			if out := want(t, e.place(key, user, line), placement.SoldOut); out.FastPath {
+				t.Fatalf("first use: %+v, want the saga's sold out", out)
+			}
+			e.Stock(t, sku, 10, 100)
+			clk.Advance(testRetention - 200*time.Millisecond)
+			o1 := want(t, e.place(key, user, line), placement.Reserved)
+			if closed {
+				// Closed: only the answer, not the open order, can keep the key.
+				e.cancel(t, o1.OrderID)
+			}
+			clk.Advance(300 * time.Millisecond) // past first use + retention
+			if r := e.place(key, user, line); r.Kind != placement.Replayed || r.OrderID != o1.OrderID {
+				t.Errorf("retry past first use + retention: %s %s, want the replay of %s", r.Kind, r.OrderID, o1.OrderID)
+			}
+			if n := e.countRows("orders", "user_id = ? AND status <> ?", user, string(ordersaga.StatusRejected)); n != 1 {
+				t.Errorf("%d orders besides the rejected one, want 1", n)
+			}
+		})
+	}
+
+	t.Run("a_replay_restarts_the_retention_and_the_markers_life", func(t *testing.T) {
+		e.Stock(t, "LIFE-B", 10, 100)
+		line := ordersaga.Line{SKU: "LIFE-B", Qty: 1}
+		o1 := want(t, e.place("k-life-b", "u-life-b", line), placement.Reserved)
+		e.cancel(t, o1.OrderID) // closed: only the answers keep the key
+		clk.Advance(testRetention - 100*time.Millisecond)
+		// The marker has a second left (it may outlive its row, which has 100 ms); after the replay the row
+		// lives the retention again, and the marker at least as long.
+		e.shortenMarker(t, "u-life-b", "k-life-b", time.Second)
+		if r := want(t, e.place("k-life-b", "u-life-b", line), placement.Replayed); r.OrderID != o1.OrderID {
+			t.Fatalf("replay near the end: %s, want %s", r.OrderID, o1.OrderID)
+		}
+		if ttl := e.markerTTL(t, "u-life-b", "k-life-b"); ttl < testRetention {
+			t.Errorf("marker left %s after the replay, want at least the retention %s (the row's new life)", ttl, testRetention)
+		}
+		clk.Advance(300 * time.Millisecond) // past the first answer + retention
+		if r := e.place("k-life-b", "u-life-b", line); r.Kind != placement.Replayed || r.OrderID != o1.OrderID {
+			t.Errorf("retry past the first answer + retention: %s %s, want the replay of %s", r.Kind, r.OrderID, o1.OrderID)
+		}
+		if n := e.countRows("orders", "user_id = ?", "u-life-b"); n != 1 {
+			t.Errorf("%d orders, want 1", n)
+		}
+		// Past the retention after the last answer, the key is a new request.
+		clk.Advance(testRetention + time.Second)
+		if r := want(t, e.place("k-life-b", "u-life-b", line), placement.Reserved); r.OrderID == o1.OrderID {
+			t.Errorf("past the retention after the last answer: order %s again, want a new one", r.OrderID)
+		}
+	})
+
+	t.Run("the_backfill_makes_a_marker_live_as_long_as_its_row", func(t *testing.T) {
+		e.Stock(t, "LIFE-C", 10, 100)
+		line := ordersaga.Line{SKU: "LIFE-C", Qty: 1}
+		want(t, e.place("k-life-c", "u-life-c", line), placement.Reserved)
+		// A marker shorter than its row (a use whose marking failed: the fence is up until every live key is
+		// marked again, which is a backfill).
+		e.shortenMarker(t, "u-life-c", "k-life-c", time.Second)
+		e.refill(t)
+		if ttl := e.markerTTL(t, "u-life-c", "k-life-c"); ttl < testRetention {
+			t.Errorf("marker left %s after the backfill, want at least the row's %s", ttl, testRetention)
+		}
+	})
+}
+
+// refill makes the service backfill the markers (as after a Redis that lost them) and waits for it.
+func (e *env) refill(t *testing.T) {
+	t.Helper()
+	if err := e.Redis.Client().Del(context.Background(), e.Redis.ClaimsReadyKey()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.Backfill()
+	waitReady(t, e)
+}
+
+// TestPlace_KeyOfAnOpenOrderNeverExpires: a key whose order still awaits payment past the retention is not
+// renewed (a retry gets the same order) and the cleanup deletes neither its row nor its marker; a key of the
+// same age whose order is closed is deleted.
+func TestPlace_KeyOfAnOpenOrderNeverExpires(t *testing.T) {
+	t.Parallel()
+	e, clk := retentionEnv(t)
+	ctx := context.Background()
+	waitReady(t, e)
+	e.Stock(t, "OPEN-1", 10, 100)
+	line := ordersaga.Line{SKU: "OPEN-1", Qty: 1}
+	open := want(t, e.place("k-open", "u-open", line), placement.Reserved)
+	closed := want(t, e.place("k-closed", "u-open", line), placement.Reserved)
+	e.cancel(t, closed.OrderID)
+	clk.Advance(2 * testRetention)
+
+	cleaner := retention.Cleaner{Store: e.Store, Redis: e.Redis}
+	b, err := cleaner.Batch(ctx, testRetention, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Rows != 1 || b.Markers != 1 {
+		t.Errorf("cleanup deleted %d rows and %d markers, want the closed order's key only", b.Rows, b.Markers)
+	}
+	if id := e.KeyOrderID(t, "u-open", "k-closed"); id != "" {
+		t.Errorf("the closed order's key is still there (order %s)", id)
+	}
+	rec, err := e.Store.IdempotencyKey(ctx, "u-open", "k-open")
+	if err != nil || rec.OrderID != open.OrderID {
+		t.Fatalf("the open order's key after the cleanup: %+v %v, want its row", rec, err)
+	}
+	if m := e.marker(t, "u-open", "k-open"); m != rec.Nonce {
+		t.Errorf("the open order's marker after the cleanup: %q, want %q", m, rec.Nonce)
+	}
+
+	// Past its life, the key lives on while its order is open: the backfill marks it for a life.
+	e.shortenMarker(t, "u-open", "k-open", time.Second)
+	e.refill(t)
+	if ttl := e.markerTTL(t, "u-open", "k-open"); ttl < testRetention {
+		t.Errorf("marker left %s after the backfill, want at least the retention %s", ttl, testRetention)
+	}
+
+	e.shortenMarker(t, "u-open", "k-open", time.Second)
+	if r := e.place("k-open", "u-open", line); r.Kind != placement.Replayed || r.OrderID != open.OrderID {
+		t.Errorf("retry past the retention while the order awaits payment: %s %s, want the replay of %s", r.Kind, r.OrderID, open.OrderID)
+	}
+	if ttl := e.markerTTL(t, "u-open", "k-open"); ttl < testRetention {
+		t.Errorf("marker left %s after the retry, want at least the retention %s", ttl, testRetention)
+	}
+	if n := e.countRows("orders", "user_id = ? AND status = ?", "u-open", string(ordersaga.StatusAwaitingPayment)); n != 1 {
+		t.Errorf("%d orders awaiting payment, want 1", n)
 	}
 }

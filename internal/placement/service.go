@@ -59,8 +59,9 @@ type Config struct {
 	// KeepAs turns a reserved order into the first answer its client gets, which the service keeps for the
 	// key's replays (required: the caller owns the answer's form).
 	KeepAs func(ordersaga.Order) Answer
-	// Retention is how long a key is remembered after its first use (IDEMPOTENCY_RETENTION; 0 =
-	// DefaultRetention): after it the key is a new request, with a new order ID.
+	// Retention is how long a key is remembered after its last use (IDEMPOTENCY_RETENTION; 0 =
+	// DefaultRetention), and while its order may be open: after it the key is a new request, with a new
+	// order ID.
 	Retention time.Duration
 	// MaxPlacing bounds the Update-with-Start calls this process has in flight (0 = DefaultMaxPlacing); the
 	// placements past it wait for one to end.
@@ -156,11 +157,15 @@ func (s *Service) takeTicket(ctx context.Context) bool {
 	return false
 }
 
-// markerOf is the marker of a key's row whose life is age old: named from (user, key), valued with the
-// life's nonce, and living a little longer than the life has left. isNew: the caller has just written that
-// life (its marker replaces an earlier life's; otherwise it is set only where there is none).
+// life is how long a key's row lives after its last use (sqlstore.IdempotencyLife of the retention).
+func (s *Service) life() time.Duration { return keyLife(s.cfg.Retention) }
+
+// markerOf is the marker of a key's row last used age ago: named from (user, key), valued with the life's
+// nonce, and living a little longer than the row has left. isNew: the caller has just written that life or
+// its last use (its marker replaces an earlier life's; otherwise it is set only where there is none, or made
+// to live as long where it carries the same life).
 func (s *Service) markerOf(userID, key, nonce string, age time.Duration, isNew bool) marker {
-	return marker{Name: MarkerName(userID, key), Nonce: nonce, TTL: max(s.cfg.Retention-age, 0) + markerSlack, New: isNew}
+	return marker{Name: MarkerName(userID, key), Nonce: nonce, TTL: max(s.life()-age, 0) + markerSlack, New: isNew}
 }
 
 // Known records that sku is in the inventory table (its admin just set it), sparing a placement the lookup.

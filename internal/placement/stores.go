@@ -24,6 +24,9 @@ type (
 // (user, Idempotency-Key) alone (redisstock.ClaimName, through the admission gate that reads the markers).
 func MarkerName(userID, key string) string { return admission.ClaimName(userID, key) }
 
+// keyLife is how long a key's row lives after its last use: sqlstore.IdempotencyLife.
+func keyLife(retention time.Duration) time.Duration { return sqlstore.IdempotencyLife(retention) }
+
 // errNotFound is the stores' "no such row".
 var errNotFound = ordersaga.ErrNotFound
 

@@ -21,6 +21,9 @@ var (
 	//go:embed lua/claim_forget.lua
 	claimForgetLua    string
 	claimForgetScript = redis.NewScript(claimForgetLua)
+	//go:embed lua/claim_mark.lua
+	claimMarkLua    string
+	claimMarkScript = redis.NewScript(claimMarkLua)
 )
 
 // legacyClaimValue is the marker value of a row from before migration 0005 (no nonce): such a row has one
@@ -29,9 +32,10 @@ const legacyClaimValue = "-"
 
 // ClaimMarker is the marker of one idempotency key's row: Name from (user, key) alone, the row's Nonce ("" for
 // a row from before migration 0005) and how long the marker must live (TTL > 0). New says the caller has just
-// written that life of the row (inserted or renewed it): its marker replaces any earlier life's. Any other
-// caller (a request that found the row, the backfill) may have read a life that is over by now, so its marker
-// is set only where there is none: it never replaces a newer life's.
+// written that life of the row (inserted, renewed or used it: the life is then the row's current one for at
+// least the retention): its marker replaces any earlier life's. Any other caller (a request that found the
+// row, the backfill) may have read a life that is over by now, so its marker is set only where there is none,
+// or lives longer where it carries the same life (lua/claim_mark.lua): it never replaces a newer life's.
 type ClaimMarker struct {
 	Name  string
 	Nonce string
@@ -54,23 +58,30 @@ func claimValue(nonce string) string {
 	return nonce
 }
 
-// ClaimMarkers sets the markers (SET, or SET NX unless New), in one pipelined round trip; the markers' keys
-// need not share a slot.
+// ClaimMarkers sets the markers (SET when New, else lua/claim_mark.lua), in one pipelined round trip; the
+// markers' keys need not share a slot.
 func (r *Store) ClaimMarkers(ctx context.Context, markers ...ClaimMarker) error {
+	others := false
 	for _, m := range markers {
 		if m.TTL <= 0 {
 			return fmt.Errorf("mark idempotency keys: marker %s: TTL %s is not positive", m.Name, m.TTL)
 		}
+		others = others || !m.New
 	}
 	if len(markers) == 0 {
 		return nil
+	}
+	if others {
+		if err := claimMarkScript.Load(ctx, r.rdb).Err(); err != nil {
+			return fmt.Errorf("mark idempotency keys: %w", err)
+		}
 	}
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, m := range markers {
 			if m.New {
 				p.Set(ctx, r.ClaimKey(m.Name), claimValue(m.Nonce), m.TTL)
 			} else {
-				p.SetNX(ctx, r.ClaimKey(m.Name), claimValue(m.Nonce), m.TTL)
+				claimMarkScript.EvalSha(ctx, p, []string{r.ClaimKey(m.Name)}, claimValue(m.Nonce), max(m.TTL.Milliseconds(), 1))
 			}
 		}
 		return nil

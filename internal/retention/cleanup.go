@@ -19,7 +19,7 @@ type Cleaner struct {
 // Batch is what one batch found and deleted.
 type Batch struct {
 	Expired int // expired rows read (the batch's size; fewer than asked: none left)
-	Rows    int // rows deleted (an expired row renewed meanwhile by a request stays)
+	Rows    int // rows deleted (an expired row used or renewed meanwhile by a request stays)
 	Markers int // markers deleted (a marker that expired by its TTL, or that a new life of the key set, stays)
 }
 
@@ -35,8 +35,10 @@ func (s *Summary) Add(b Batch) {
 	s.Markers += b.Markers
 }
 
-// Batch deletes up to limit rows of idempotency_keys older than retention, oldest first, then the markers of
-// the rows it deleted. The row goes first: a request that comes between finds no row and starts a new life,
+// Batch deletes up to limit rows of idempotency_keys unused for their life (the retention and a refresh step:
+// sqlstore.IdempotencyLife) whose order is not open, least recently used first, then the markers of the rows
+// it deleted. A row whose order may still be open (awaiting payment, or started and not recorded yet) is never
+// deleted, whatever its age. The row goes first: a request that comes between finds no row and starts a new life,
 // whose marker (another nonce) the marker's compare-and-delete leaves alone. A marker that cannot be
 // deleted (Redis down) is an error, but harmless meanwhile: it expires by its TTL shortly after its row's life.
 func (c *Cleaner) Batch(ctx context.Context, retention time.Duration, limit int) (Batch, error) {

@@ -29,9 +29,10 @@ func claim(t *testing.T, s *sqlstore.Store, user, key, fingerprint string) (sqls
 	return rec, fresh
 }
 
-// TestIdempotencyKey_ExpiresAndRenewsInPlace: within the retention a key's row is the same life (same nonce,
-// order ID, answer, fingerprint); after it, a claim renews the row in place as a new life, whatever its body,
-// and an update still aimed at the old life (its order ID) changes nothing of the new one.
+// TestIdempotencyKey_ExpiresAndRenewsInPlace: within the retention after its last use a key's row is the same
+// life (same nonce, order ID, answer, fingerprint); once unused for its life (its order closed), a claim renews
+// the row in place as a new life, whatever its body, and an update still aimed at the old life (its order ID)
+// changes nothing of the new one.
 func TestIdempotencyKey_ExpiresAndRenewsInPlace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -49,13 +50,19 @@ func TestIdempotencyKey_ExpiresAndRenewsInPlace(t *testing.T) {
 	if _, stored, err := s.KeepIdempotentAnswer(ctx, "u-1", "k-1", first.OrderID, 201, []byte("first")); err != nil || !stored {
 		t.Fatalf("keep: %v %v", stored, err)
 	}
+	recordOrder(t, s, first.OrderID, "PAID") // closed: nothing but its answers keeps the key
 	clk.Advance(testRetention - time.Millisecond)
 	again, fresh := claim(t, s, "u-1", "k-1", "fp-other")
 	if fresh || again.Nonce != first.Nonce || again.OrderID != first.OrderID || string(again.Body) != "first" || again.Fingerprint != "fp-1" {
 		t.Fatalf("within the retention: %+v fresh=%v, want the first life", again, fresh)
 	}
 
-	clk.Advance(2 * time.Millisecond)
+	// That use was the last: the key lives its life (the retention and a refresh step) after it.
+	clk.Advance(sqlstore.IdempotencyLife(testRetention) - time.Millisecond)
+	if again, fresh := claim(t, s, "u-1", "k-1", "fp-other"); fresh || again.Nonce != first.Nonce {
+		t.Fatalf("within the life after the last use: %+v fresh=%v, want the first life", again, fresh)
+	}
+	clk.Advance(sqlstore.IdempotencyLife(testRetention) + time.Millisecond)
 	renewed, fresh := claim(t, s, "u-1", "k-1", "fp-2")
 	if !fresh || renewed.Nonce == first.Nonce || renewed.OrderID == first.OrderID || renewed.Fingerprint != "fp-2" ||
 		renewed.Generation != 0 || renewed.Started || renewed.Answered() || renewed.Age.Abs() > time.Millisecond {
@@ -178,4 +185,88 @@ func rowsOf(t *testing.T, s *sqlstore.Store, user, key string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// recordOrder writes the orders row of orderID with status, as the saga would (tests of the keys alone).
+func recordOrder(t *testing.T, s *sqlstore.Store, orderID, status string) {
+	t.Helper()
+	if err := s.DB().Exec(`INSERT INTO orders (order_id, user_id, status, currency) VALUES (?, 'u', ?, 'CNY')`, orderID, status).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIdempotencyKey_LivesTheRetentionAfterItsLastUse: each use of a live key restarts its retention; only a
+// key unused for the retention is renewed.
+func TestIdempotencyKey_LivesTheRetentionAfterItsLastUse(t *testing.T) {
+	t.Parallel()
+	s := testenv.MustOpenStore(t)
+	clk := testenv.NewClock()
+	s.SetClock(clk.Now)
+	first, _ := claim(t, s, "u-l", "k-l", "fp")
+	for range 3 {
+		clk.Advance(testRetention - 100*time.Millisecond)
+		if again, fresh := claim(t, s, "u-l", "k-l", "fp"); fresh || again.Nonce != first.Nonce {
+			t.Fatalf("use within the retention of the last: %+v fresh=%v, want the first life", again, fresh)
+		}
+	}
+	if expired, err := s.ExpiredIdempotencyKeys(context.Background(), testRetention, 10); err != nil || len(expired) != 0 {
+		t.Errorf("expired: %+v %v, want none (the key was used within the retention)", expired, err)
+	}
+	clk.Advance(testRetention + time.Second)
+	if renewed, fresh := claim(t, s, "u-l", "k-l", "fp"); !fresh || renewed.Nonce == first.Nonce {
+		t.Errorf("use past the retention of the last: %+v fresh=%v, want a new life", renewed, fresh)
+	}
+}
+
+// TestIdempotencyKey_KeptWhileItsOrderMayBeOpen: a started key whose order is open (AWAITING_PAYMENT), or not
+// recorded yet (its workflow may still deduct), is neither renewed nor found expired, whatever its age; once
+// its order is final it expires as any other.
+func TestIdempotencyKey_KeptWhileItsOrderMayBeOpen(t *testing.T) {
+	t.Parallel()
+	for _, status := range []string{"", "RESERVING", "AWAITING_PAYMENT"} {
+		t.Run("order_"+map[string]string{"": "not_recorded"}[status]+status, func(t *testing.T) {
+			t.Parallel()
+			keptWhileOpen(t, status)
+		})
+	}
+}
+
+// keptWhileOpen is TestIdempotencyKey_KeptWhileItsOrderMayBeOpen for one status of the order ("": no record).
+func keptWhileOpen(t *testing.T, status string) {
+	t.Helper()
+	ctx := context.Background()
+	s := testenv.MustOpenStore(t)
+	clk := testenv.NewClock()
+	s.SetClock(clk.Now)
+	const key = "k-open"
+	first, _ := claim(t, s, "u-o", key, "fp")
+	if err := s.MarkIdempotencyStarted(ctx, "u-o", key, first.OrderID); err != nil {
+		t.Fatal(err)
+	}
+	if status != "" {
+		recordOrder(t, s, first.OrderID, status)
+	}
+	clk.Advance(2 * testRetention)
+	if expired, err := s.ExpiredIdempotencyKeys(ctx, testRetention, 10); err != nil || len(expired) != 0 {
+		t.Errorf("order %q: expired %+v %v, want none", status, expired, err)
+	}
+	if page, err := s.IdempotencyKeysAfter(ctx, 0, 100, testRetention); err != nil || len(page) != 1 || page[0].Nonce != first.Nonce {
+		t.Errorf("order %q: backfill page %+v %v, want the key (it is live)", status, page, err)
+	}
+	if again, fresh := claim(t, s, "u-o", key, "fp"); fresh || again.Nonce != first.Nonce || !again.Started {
+		t.Errorf("order %q: claim past the retention: %+v fresh=%v, want the same life", status, again, fresh)
+	}
+	// Closed: the key expires a retention after its last use.
+	if status == "" {
+		recordOrder(t, s, first.OrderID, "REJECTED")
+	} else if err := s.DB().Exec(`UPDATE orders SET status = 'EXPIRED' WHERE order_id = ?`, first.OrderID).Error; err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * testRetention)
+	if expired, err := s.ExpiredIdempotencyKeys(ctx, testRetention, 10); err != nil || len(expired) != 1 || expired[0].Nonce != first.Nonce {
+		t.Errorf("order %q closed: expired %+v %v, want the key", status, expired, err)
+	}
+	if renewed, fresh := claim(t, s, "u-o", key, "fp"); !fresh || renewed.Nonce == first.Nonce {
+		t.Errorf("order %q closed: claim past the retention: %+v fresh=%v, want a new life", status, renewed, fresh)
+	}
 }
