@@ -36,6 +36,7 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"bad target", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--target", "localhost:8080"}, "--target"},
 		{"unknown flag", []string{"flashsale", "--nope"}, "flag provided but not defined"},
 		{"negative per-user limit", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--per-user-limit", "-1"}, "--per-user-limit -1: must not be negative"},
+		{"price past the bound", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--price-cents", "1000000000001"}, "--price-cents 1000000000001: want 0 to 1000000000000"},
 		{"bot ratio over one", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "1.5"}, "--bot-ratio 1.5"},
 		{"negative bot ratio", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "-0.2"}, "--bot-ratio -0.2"},
 		{"no bot attempts", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "0.1", "--bot-attempts", "0"}, "--bot-attempts 0"},

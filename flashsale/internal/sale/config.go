@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ordersaga/ordersaga"
 )
 
 // Config is one run's parameters (the command's flags).
@@ -138,8 +140,11 @@ func (c *Config) Validate() error {
 	if c.SKUs < 1 || c.SKUs > 1000 {
 		errs = append(errs, fmt.Errorf("--skus %d: want 1-1000", c.SKUs))
 	}
-	if c.Stock < 0 || c.PriceCents < 0 {
-		errs = append(errs, fmt.Errorf("--stock %d / --price-cents %d: must not be negative", c.Stock, c.PriceCents))
+	if c.Stock < 0 {
+		errs = append(errs, fmt.Errorf("--stock %d: must not be negative", c.Stock))
+	}
+	if c.PriceCents < 0 || c.PriceCents > ordersaga.MaxPriceCents {
+		errs = append(errs, fmt.Errorf("--price-cents %d: want 0 to %d", c.PriceCents, ordersaga.MaxPriceCents))
 	}
 	if c.Qty < 1 || c.Qty > 1000 {
 		errs = append(errs, fmt.Errorf("--qty %d: want 1-1000", c.Qty))
