@@ -87,6 +87,26 @@ var (
 	SAOrderStatus     = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
 	SAOrderSKUs       = temporal.NewSearchAttributeKeyKeywordList("OrderSKUs")
 	SAPaymentDeadline = temporal.NewSearchAttributeKeyTime("PaymentDeadline")
+	// SAStuckStep names the step that must succeed (a compensation, a record, the application or refund of a
+	// payment) once a window of it (StuckAfter) ended without success; unset once the step succeeds. Set on
+	// order and refund workflows alike.
+	SAStuckStep = temporal.NewSearchAttributeKeyKeyword("StuckStep")
+)
+
+// StuckAfter bounds each window of a step that must succeed (its activity's schedule-to-close; the server ends
+// a window at the last attempt that fits in it): a window without success sets SAStuckStep and counts
+// MetricStepStuck, and the step runs again in another window, until it succeeds (must_succeed.go).
+const StuckAfter = 2 * time.Minute
+
+// Metrics the workflows report through the worker's Temporal client (the worker's METRICS_ADDR serves them
+// with the suffix _total and the tags namespace, task_queue and workflow_type).
+const (
+	// MetricStepStuck counts the windows (StuckAfter) of a step that must succeed that ended without success
+	// (tag step: the activity).
+	MetricStepStuck = "ordersaga_step_stuck"
+	// MetricPaymentSignalsDropped counts the payment signals dropped for a field that breaks
+	// ordersaga.CheckPayment (tag field).
+	MetricPaymentSignalsDropped = "ordersaga_payment_signals_dropped"
 )
 
 // StartSearchAttributes are the search attributes of an order as it starts (OrderStatus RESERVING, OrderSKUs):
@@ -115,5 +135,6 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		SAOrderStatus.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SAOrderSKUs.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 		SAPaymentDeadline.GetName(): enumspb.INDEXED_VALUE_TYPE_DATETIME,
+		SAStuckStep.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }

@@ -6,7 +6,8 @@
 //
 // A worker replays the histories of workflows started by earlier releases (orders wait up to a day), so the
 // commands a workflow issues — activities and local activities, timers, search-attribute upserts, child
-// workflows, and their order and count — may only change behind a version marker:
+// workflows, an update's acceptance and answer, and their order and count — may only change behind a version
+// marker (an update answered after an activity instead of before it is such a change):
 //
 //	v := workflow.GetVersion(ctx, "<change-id>", workflow.DefaultVersion, 1)
 //	if v == workflow.DefaultVersion { /* the old commands */ } else { /* the new ones */ }

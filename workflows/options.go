@@ -45,11 +45,23 @@ var (
 			InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 5 * time.Second,
 		},
 	}
-	// mustSucceedOptions is for compensation and record keeping: retry until it works, however long.
+	// mustSucceedOptions is for compensation, record keeping and the application of a payment: retry until it
+	// works, however long, in windows of StuckAfter (must_succeed.go): each window without success says so.
 	mustSucceedOptions = workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
+		StartToCloseTimeout:    10 * time.Second,
+		ScheduleToCloseTimeout: StuckAfter,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+			MaximumAttempts: 0,
+		},
+	}
+	// stuckOptions run a step again once a window of it ended without success: at once, then every 30 s (the
+	// interval its retries had reached), for another StuckAfter.
+	stuckOptions = workflow.ActivityOptions{
+		StartToCloseTimeout:    10 * time.Second,
+		ScheduleToCloseTimeout: StuckAfter,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 30 * time.Second, BackoffCoefficient: 1, MaximumInterval: 30 * time.Second,
 			MaximumAttempts: 0,
 		},
 	}

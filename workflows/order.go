@@ -47,8 +47,14 @@ type orderWorkflow struct {
 	// held names the lines whose units the reserve holds in Redis (not those reserved in the database alone).
 	held        []string
 	compensated bool
-	// payResults remembers what became of each payment event this run has seen (lookups only).
+	// steps runs the steps that must succeed (must_succeed.go).
+	steps *mustSucceed
+	// payResults remembers what became of each payment event this run has seen, once its row is written
+	// (lookups only); payErrs the events whose row could not be written; recording the events whose refund
+	// or rejection is being recorded.
 	payResults map[string]ordersaga.PaymentResult
+	payErrs    map[string]error
+	recording  map[string]bool
 }
 
 // ValidateInput checks an OrderInput; the API validates the same before it starts a workflow.
@@ -87,11 +93,15 @@ func newOrderWorkflow(ctx workflow.Context, in OrderInput) *orderWorkflow {
 	for i, l := range in.Lines {
 		lines[i] = ordersaga.Line{SKU: l.SKU, Qty: l.Qty}
 	}
+	logger := log.With(workflow.GetLogger(ctx), "order_id", in.OrderID)
 	return &orderWorkflow{
 		in:         in,
 		order:      ordersaga.Order{OrderID: in.OrderID, UserID: in.UserID, Status: ordersaga.StatusReserving, Lines: lines},
-		logger:     log.With(workflow.GetLogger(ctx), "order_id", in.OrderID),
+		logger:     logger,
+		steps:      &mustSucceed{logger: logger},
 		payResults: map[string]ordersaga.PaymentResult{},
+		payErrs:    map[string]error{},
+		recording:  map[string]bool{},
 	}
 }
 
@@ -105,7 +115,7 @@ func (w *orderWorkflow) setup(ctx workflow.Context) error {
 		return fmt.Errorf("set query handler: %w", err)
 	}
 	if err := workflow.SetUpdateHandler(ctx, UpdateReservation, func(ctx workflow.Context) (Reservation, error) {
-		if err := workflow.Await(ctx, func() bool { return w.order.Status != ordersaga.StatusReserving }); err != nil {
+		if err := workflow.Await(uncancelled(ctx), func() bool { return w.order.Status != ordersaga.StatusReserving }); err != nil {
 			return Reservation{}, err
 		}
 		return Reservation{Order: w.view(), SoldOutSKU: w.soldOutSKU, UnknownSKU: w.unknownSKU, LimitExceeded: w.limit}, nil
@@ -275,19 +285,16 @@ func (w *orderWorkflow) reject(ctx workflow.Context, cause error) (ordersaga.Ord
 	return w.view(), nil
 }
 
-// compensate undoes every started step on a disconnected context (a cancelled workflow still cleans up):
+// compensate undoes every started step, steps that must succeed (a cancelled workflow still cleans up):
 // the DB restore first, then the Redis release, so Redis never promises more than the DB has (I3).
-// Both retry until they succeed.
 func (w *orderWorkflow) compensate(ctx workflow.Context) {
-	cctx, _ := workflow.NewDisconnectedContext(ctx)
-	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
 	// sold names the lines the database kept sold (the order is PAID: a second life of its order ID, or a
 	// payment that won the order's lock): their confirmed Redis holds stay confirmed.
 	sold := map[string]bool{}
 	if w.deductStarted {
 		var restored []ordersaga.RestoreLine
-		if err := workflow.ExecuteActivity(cctx, acts.RestoreOrder,
-			activities.RestoreInput{OrderID: w.in.OrderID, Lines: w.order.Lines}).Get(cctx, &restored); err != nil {
+		if err := w.steps.run(ctx, &restored, acts.RestoreOrder,
+			activities.RestoreInput{OrderID: w.in.OrderID, Lines: w.order.Lines}); err != nil {
 			w.logger.Error("restore failed", "error", err)
 		}
 		for _, l := range restored {
@@ -295,13 +302,13 @@ func (w *orderWorkflow) compensate(ctx workflow.Context) {
 		}
 	}
 	if w.reserveStarted {
-		futures := make([]workflow.Future, len(w.order.Lines))
+		releases := make([]*step, len(w.order.Lines))
 		for i, l := range w.order.Lines {
-			futures[i] = workflow.ExecuteActivity(cctx, acts.ReleaseLine,
+			releases[i] = w.steps.start(ctx, acts.ReleaseLine,
 				activities.LineInput{OrderID: w.in.OrderID, UserID: w.in.UserID, SKU: l.SKU, Qty: l.Qty, Sold: sold[l.SKU]})
 		}
-		for i, f := range futures {
-			if err := f.Get(cctx, nil); err != nil {
+		for i, r := range releases {
+			if err := r.get(nil); err != nil {
 				w.logger.Error("release failed", "sku", w.order.Lines[i].SKU, "error", err)
 			}
 		}
@@ -315,14 +322,12 @@ func (w *orderWorkflow) compensate(ctx workflow.Context) {
 const closeStatusChange = "close-status-from-database"
 
 func (w *orderWorkflow) record(ctx workflow.Context) {
-	cctx, _ := workflow.NewDisconnectedContext(ctx)
-	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
 	rec := ordersaga.OrderRecord{
 		OrderID: w.in.OrderID, UserID: w.in.UserID, Status: w.order.Status, Currency: w.in.Currency,
 		PayBy: w.order.PayBy, ClosedReason: w.order.ClosedReason, Lines: w.order.Lines,
 	}
 	var stored ordersaga.OrderRecord
-	if err := workflow.ExecuteActivity(cctx, acts.CloseOrder, rec).Get(cctx, &stored); err != nil {
+	if err := w.steps.run(ctx, &stored, acts.CloseOrder, rec); err != nil {
 		w.logger.Error("record closed order failed", "error", err)
 		return
 	}
@@ -343,21 +348,32 @@ func (w *orderWorkflow) record(ctx workflow.Context) {
 }
 
 // failureKind names what made a reservation fail, in a few words fit for a buyer and a 255-character column:
-// the error type of a business or activity failure, or "timeout".
+// the error type of a business or activity failure, "timeout", or "cancelled" (a cancel request of the
+// workflow cut the step short).
 func failureKind(err error) string {
 	var (
-		appErr     *temporal.ApplicationError
-		timeoutErr *temporal.TimeoutError
+		appErr      *temporal.ApplicationError
+		timeoutErr  *temporal.TimeoutError
+		canceledErr *temporal.CanceledError
 	)
 	switch {
 	case errors.As(err, &appErr) && appErr.Type() != "" && !strings.ContainsAny(appErr.Type(), "*."):
 		return appErr.Type() // one of ours (NotLoaded, Compensated, ...), not a Go type name
 	case errors.As(err, &timeoutErr):
 		return "timeout"
+	case errors.As(err, &canceledErr):
+		return "cancelled"
 	case errors.As(err, &appErr):
 		return "error"
 	}
 	return "internal error"
+}
+
+// uncancelled is a context of ctx's that a cancel request of the workflow does not end, for an update
+// handler's wait: the answer is what became of the message, whatever the workflow was asked meanwhile.
+func uncancelled(ctx workflow.Context) workflow.Context {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	return dctx
 }
 
 // close ends an unpaid order: compensate, then record.

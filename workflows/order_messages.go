@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/workflow"
@@ -15,7 +14,10 @@ import (
 // entrance there is one path per kind: both routes end in the kind's inbox; the saga takes one message at a
 // time out of the inboxes (next) and handles it in onPayment or onCancel, whichever route brought it; once
 // the order is final it drains each inbox once (refundLatePayments). An update's handler only puts its
-// message in the inbox and waits for the outcome (the payment's result, the final order).
+// message in the inbox and waits for the outcome (the payment's result once its row is written, the final
+// order), on a context that a cancel request of the workflow does not end. A payment is checked the same way
+// by both routes (ordersaga.CheckPayment): the update's validator refuses it, a signal that fails the check
+// is dropped.
 
 // inbox holds the messages of one kind until the saga takes them: the SDK buffers the kind's signals on
 // their channel, put buffers the updates. Both buffers are read only here, and always in the same order:
@@ -61,8 +63,8 @@ func (w *orderWorkflow) setupMessages(ctx workflow.Context) error {
 	w.cancels = newInbox(ctx, SignalCancel)
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePay, w.handlePay, workflow.UpdateHandlerOptions{
 		Validator: func(_ workflow.Context, p PaymentSignal) error {
-			if p.EventID == "" {
-				return errors.New("pay: event id is empty")
+			if problem := w.checkPayment(p); problem != nil {
+				return fmt.Errorf("pay: %w", problem)
 			}
 			return nil
 		},
@@ -75,28 +77,74 @@ func (w *orderWorkflow) setupMessages(ctx workflow.Context) error {
 	return nil
 }
 
-// handlePay is the update route of a payment: the answer is what became of the payment's event.
+// checkPayment is the check of a payment's fields that every way in makes (ordersaga.CheckPayment).
+func (w *orderWorkflow) checkPayment(p PaymentSignal) *ordersaga.PaymentProblem {
+	return ordersaga.CheckPayment(p.EventID, w.in.OrderID, p.AmountCents, p.Currency)
+}
+
+// dropInvalidPaymentsChange is the workflow.GetVersion change ID of dropping a payment signal that fails
+// checkPayment: histories from before handled one with an event ID as it came.
+const dropInvalidPaymentsChange = "drop-invalid-payment-signals"
+
+// dropsInvalid reports whether the payment p fails checkPayment and is dropped: logged and counted
+// (MetricPaymentSignalsDropped), never handled. Only a signal can fail it here (the pay update's validator
+// refused such a payment), or an update accepted before the validator checked as much (its history then has
+// no version marker and the payment is handled as it was).
+func (w *orderWorkflow) dropsInvalid(ctx workflow.Context, p PaymentSignal) bool {
+	problem := w.checkPayment(p)
+	if problem == nil {
+		return false
+	}
+	// A payment without an event ID was always dropped.
+	if p.EventID != "" && workflow.GetVersion(ctx, dropInvalidPaymentsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	id := p.EventID
+	if len(id) > 64 {
+		id = id[:64] + "..."
+	}
+	w.logger.Warn("invalid payment signal dropped", "field", problem.Field, "want", problem.Want, "event_id", id,
+		"event_id_len", len(p.EventID), "amount_cents", p.AmountCents, "currency", p.Currency)
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"field": problem.Field}).Counter(MetricPaymentSignalsDropped).Inc(1)
+	return true
+}
+
+// handlePay is the update route of a payment: the answer is what became of the payment's event, once its
+// row is written.
 func (w *orderWorkflow) handlePay(ctx workflow.Context, p PaymentSignal) (ordersaga.PaymentResult, error) {
+	ctx = uncancelled(ctx)
 	if _, seen := w.payResults[p.EventID]; seen {
 		return ordersaga.PaymentDuplicate, nil
 	}
-	if w.order.Status.Final() && w.drained {
+	switch {
+	case w.recording[p.EventID]:
+		// Another delivery of the event is being recorded: this one answers what it did.
+	case w.order.Status.Final() && w.drained:
 		// Nothing takes messages any more: the late payment is refunded here.
-		if err := w.refundLate(ctx, p); err != nil {
-			return "", err
-		}
-		return ordersaga.PaymentRefunded, nil
+		_ = w.refundLate(ctx, p) // its outcome is in payResults or payErrs
+	default:
+		w.payments.put(ctx, p)
 	}
-	w.payments.put(ctx, p)
-	if err := workflow.Await(ctx, func() bool { _, ok := w.payResults[p.EventID]; return ok }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return w.decided(p.EventID) }); err != nil {
+		return "", err
+	}
+	if err := w.payErrs[p.EventID]; err != nil {
 		return "", err
 	}
 	return w.payResults[p.EventID], nil
 }
 
+// decided reports whether the payment event has an outcome: its row written, or the write failed for good.
+func (w *orderWorkflow) decided(eventID string) bool {
+	_, done := w.payResults[eventID]
+	_, failed := w.payErrs[eventID]
+	return done || failed
+}
+
 // handleCancel is the update route of a cancel: the answer is the order once it is final and compensated
 // (or PAID, when it was too late to cancel).
 func (w *orderWorkflow) handleCancel(ctx workflow.Context, reason string) (ordersaga.Order, error) {
+	ctx = uncancelled(ctx)
 	if !w.order.Status.Final() {
 		w.cancels.put(ctx, CancelSignal{Reason: reason})
 	}
@@ -140,30 +188,24 @@ func (w *orderWorkflow) next(ctx workflow.Context, deadline workflow.Future) err
 
 // onPayment applies a payment that matches the order's amount and currency; any other is recorded as
 // rejected and refunded at once (RecordPayment: refunded_at, once per event), and the order keeps waiting.
+// Each is a step that must succeed (must_succeed.go): the saga takes no other message until it is decided.
 func (w *orderWorkflow) onPayment(ctx workflow.Context, p PaymentSignal) error {
-	if p.EventID == "" {
-		w.logger.Warn("payment signal without event id ignored")
+	if w.dropsInvalid(ctx, p) {
 		return nil
 	}
-	if _, seen := w.payResults[p.EventID]; seen {
+	if _, seen := w.payResults[p.EventID]; seen || w.recording[p.EventID] {
 		return nil // duplicate delivery
 	}
-	cctx, _ := workflow.NewDisconnectedContext(ctx)
-	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
 	rec := ordersaga.PaymentRecord{EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency}
 	if p.AmountCents != w.order.AmountCents || p.Currency != w.in.Currency {
 		rec.Result = ordersaga.PaymentRejectedAmount
 		rec.Detail = fmt.Sprintf("expected %d %s", w.order.AmountCents, w.in.Currency)
 		w.logger.Warn("payment amount mismatch", "event_id", p.EventID, "amount_cents", p.AmountCents,
 			"currency", p.Currency, "expected_cents", w.order.AmountCents)
-		// The answer is given once the record is written (the saga handles one message at a time, so a
-		// redelivery meanwhile waits its turn and is then a duplicate).
-		err := workflow.ExecuteActivity(cctx, acts.RecordPayment, rec).Get(cctx, nil)
-		w.payResults[p.EventID] = ordersaga.PaymentRejectedAmount
-		return err
+		return w.recordPayment(ctx, rec)
 	}
 	paidAt := workflow.Now(ctx).UTC()
-	err := workflow.ExecuteActivity(cctx, acts.MarkPaid, activities.MarkPaidInput{Payment: rec, PaidAt: paidAt}).Get(cctx, nil)
+	err := w.steps.run(ctx, nil, acts.MarkPaid, activities.MarkPaidInput{Payment: rec, PaidAt: paidAt})
 	if err != nil {
 		// The database refused the transition: keep the money safe by refunding, keep waiting.
 		w.logger.Error("mark paid refused; refunding", "event_id", p.EventID, "error", err)
@@ -194,19 +236,39 @@ func (w *orderWorkflow) onDeadline(ctx workflow.Context, deadline workflow.Futur
 
 // refund records a payment that must go back to the payer, once per event.
 func (w *orderWorkflow) refund(ctx workflow.Context, p PaymentSignal, why string) error {
-	cctx, _ := workflow.NewDisconnectedContext(ctx)
-	cctx = workflow.WithActivityOptions(cctx, mustSucceedOptions)
-	w.payResults[p.EventID] = ordersaga.PaymentRefunded
-	return workflow.ExecuteActivity(cctx, acts.RecordPayment, ordersaga.PaymentRecord{
+	return w.recordPayment(ctx, ordersaga.PaymentRecord{
 		EventID: p.EventID, OrderID: w.in.OrderID, AmountCents: p.AmountCents, Currency: p.Currency,
 		Result: ordersaga.PaymentRefunded, Detail: why,
-	}).Get(cctx, nil)
+	})
+}
+
+// answerRefundOnceRecordedChange is the workflow.GetVersion change ID of answering a refund once its row is
+// written: histories from before gave the answer (an update's completion, a command) before RecordPayment.
+const answerRefundOnceRecordedChange = "answer-refund-once-recorded"
+
+// recordPayment writes the row of a payment that is not applied (RecordPayment, a step that must succeed)
+// and only then gives the event its result: the pay update answers once the row exists (the webhook's 200
+// stops the provider's redeliveries), and a delivery meanwhile waits for it.
+func (w *orderWorkflow) recordPayment(ctx workflow.Context, rec ordersaga.PaymentRecord) error {
+	if rec.Result == ordersaga.PaymentRefunded &&
+		workflow.GetVersion(ctx, answerRefundOnceRecordedChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		w.payResults[rec.EventID] = rec.Result // answered ahead of the record, as recorded then
+	}
+	w.recording[rec.EventID] = true
+	err := w.steps.run(ctx, nil, acts.RecordPayment, rec)
+	delete(w.recording, rec.EventID)
+	if err != nil {
+		w.payErrs[rec.EventID] = err
+		return err
+	}
+	w.payResults[rec.EventID] = rec.Result
+	return nil
 }
 
 // refundLate records a payment that came once the order was final for refund, never applied. An event
-// already handled, or one without an ID, changes nothing.
+// already handled or being recorded, or one that fails the check, changes nothing.
 func (w *orderWorkflow) refundLate(ctx workflow.Context, p PaymentSignal) error {
-	if _, seen := w.payResults[p.EventID]; seen || p.EventID == "" {
+	if _, seen := w.payResults[p.EventID]; seen || w.recording[p.EventID] || w.dropsInvalid(ctx, p) {
 		return nil
 	}
 	return w.refund(ctx, p, "payment arrived after the order was "+string(w.order.Status))
@@ -229,7 +291,7 @@ func (w *orderWorkflow) refundLatePayments(ctx workflow.Context) {
 	})
 	w.cancels.drain(func(c workflow.ReceiveChannel) bool { return c.ReceiveAsync(nil) })
 	w.drained = true
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+	if err := workflow.Await(uncancelled(ctx), func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		w.logger.Warn("waiting for update handlers", "error", err)
 	}
 }

@@ -70,6 +70,9 @@ type harness struct {
 	// closeOrder answers CloseOrder (nil: the record as asked)
 	closeOrder func(ctx context.Context, rec ordersaga.OrderRecord) (ordersaga.OrderRecord, error)
 
+	// metrics counts the workflow's own metrics (the SDK's are left out).
+	metrics *countingMetrics
+
 	mu    sync.Mutex // activity mocks run on their own goroutines
 	calls []call
 	times []time.Time // virtual time of each call
@@ -81,13 +84,16 @@ func newHarness(t *testing.T, lines ...ordersaga.Line) *harness {
 		lines = []ordersaga.Line{{SKU: "SKU-A", Qty: 2}, {SKU: "SKU-B", Qty: 1}}
 	}
 	var suite testsuite.WorkflowTestSuite
+	metrics := newCountingMetrics()
+	suite.SetMetricsHandler(metrics)
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetStartTime(testStart)
 	env.RegisterWorkflow(OrderWorkflow)
 	env.RegisterActivity(&activities.Activities{})
 	h := &harness{
-		t:   t,
-		env: env,
+		t:       t,
+		env:     env,
+		metrics: metrics,
 		in: OrderInput{
 			OrderID: testOrderID, UserID: testUserID, Currency: testCurrency,
 			Lines: lines, PaymentTimeout: testTimeout, ConfirmInDeduct: true,
@@ -213,8 +219,9 @@ type updateOutcome struct {
 	completed bool
 	value     any
 	err       error
-	// ranBefore lists the activities that had run when the update completed.
+	// ranBefore lists the activities that had run when the update completed, at is when (virtual time).
 	ranBefore []string
+	at        time.Time
 }
 
 func (h *harness) update(d time.Duration, name, id string, args ...any) *updateOutcome {
@@ -225,7 +232,7 @@ func (h *harness) update(d time.Duration, name, id string, args ...any) *updateO
 			OnReject: func(err error) { u.rejected = err },
 			OnComplete: func(v any, err error) {
 				u.completed, u.value, u.err = true, v, err
-				u.ranBefore = h.names()
+				u.ranBefore, u.at = h.names(), h.env.Now().UTC()
 			},
 		}, args...)
 	})

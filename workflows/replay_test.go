@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
@@ -211,5 +213,74 @@ func TestReplay_CloseResultFromANewerActivityWorker(t *testing.T) {
 	r.RegisterWorkflow(OrderWorkflow)
 	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
 		t.Fatalf("replay with a PAID CloseOrder result: %v", err)
+	}
+}
+
+// TestReplay_InvalidPaymentFromAnOlderRelease replays histories of the 2026-12-01 release whose payment breaks
+// ordersaga.CheckPayment, as the releases before the check handled one: a signal whose event ID is longer than
+// its column (applied), an update whose currency is lower-case (recorded as a wrong amount; the validator
+// then let it in). Today's code drops such a payment behind workflow.GetVersion, so the histories replay.
+func TestReplay_InvalidPaymentFromAnOlderRelease(t *testing.T) {
+	t.Parallel()
+	longID := func(p *PaymentSignal) { p.EventID = strings.Repeat("e", ordersaga.MaxEventIDLen+1) }
+	lowerCurrency := func(p *PaymentSignal) { p.Currency = strings.ToLower(p.Currency) }
+	for _, tc := range []struct {
+		name, file string
+		change     func(p *PaymentSignal)
+	}{
+		{"applied_signal_with_a_long_event_id", "paid.json", longID},
+		{"update_with_a_lower_case_currency", "wrong_amount_expired.json", lowerCurrency},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := os.Open(filepath.Join(historiesDir, "2026-12-01-bda7db0", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dc := converter.GetDefaultDataConverter()
+			changed := 0
+			for _, ev := range hist.Events {
+				var args *commonpb.Payloads
+				if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == SignalPayment {
+					args = a.GetInput()
+				}
+				if a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == UpdatePay {
+					args = a.GetAcceptedRequest().GetInput().GetArgs()
+				}
+				if args == nil {
+					continue
+				}
+				var p PaymentSignal
+				if err := dc.FromPayloads(args, &p); err != nil {
+					t.Fatal(err)
+				}
+				tc.change(&p)
+				if ordersaga.CheckPayment(p.EventID, "rec-x", p.AmountCents, p.Currency) == nil {
+					t.Fatalf("%+v passes the check", p)
+				}
+				b, err := dc.ToPayloads(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				args.Payloads = b.Payloads
+				changed++
+			}
+			if changed != 1 {
+				t.Fatalf("changed %d payments in %s, want 1", changed, tc.file)
+			}
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.RegisterWorkflow(OrderWorkflow)
+			if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
+				t.Fatalf("replay with an invalid payment: %v", err)
+			}
+		})
 	}
 }
