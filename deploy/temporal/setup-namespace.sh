@@ -29,4 +29,5 @@ add_search_attribute() {
 add_search_attribute OrderStatus Keyword
 add_search_attribute OrderSKUs KeywordList
 add_search_attribute PaymentDeadline Datetime
+add_search_attribute StuckStep Keyword
 echo "temporal-namespace: $TEMPORAL_NAMESPACE ready"
