@@ -127,7 +127,7 @@ func (e *Env) CountWorkflows(tb testing.TB, query string, want int64) int64 {
 // DeadTemporal is a client of a Temporal frontend that does not exist.
 func DeadTemporal(tb testing.TB) client.Client {
 	tb.Helper()
-	c, err := client.NewLazyClient(client.Options{HostPort: testenv.ClosedAddr(tb)})
+	c, err := client.NewLazyClient(client.Options{HostPort: testenv.HangUpAddr(tb)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -182,6 +182,28 @@ func ClosedAddr(tb testing.TB) string {
 	return addr
 }
 
+// HangUpAddr is an address whose listener closes every connection it accepts, held until the test ends: a
+// client of it fails at once, and, unlike ClosedAddr's port, no server that another test starts meanwhile can
+// take the port and answer (a "dead" Temporal found healthy that way once failed TestAdminListener).
+func HangUpAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // DeadStore is a SQL store whose connections are closed: every call fails.
 func DeadStore(tb testing.TB) *sqlstore.Store {
 	tb.Helper()
