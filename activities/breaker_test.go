@@ -311,7 +311,7 @@ func TestReserveLine_UnreachableRedisStillFallsBack(t *testing.T) {
 		opts   redis.Options
 	}{
 		{name: "connection_refused", server: brkClosedAddr},
-		{name: "closed_on_accept", server: brkCloseOnAccept},
+		{name: "closed_on_accept", server: func(t *testing.T) string { return testenv.HangUpAddr(t) }},
 		{name: "never_answers", server: brkNeverAnswers, opts: redis.Options{ReadTimeout: 200 * time.Millisecond, MaxRetries: -1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -362,26 +362,6 @@ func TestReserveLine_UnreachableRedisStillFallsBack(t *testing.T) {
 			brkFailsRetryably(t, "reserve with Redis gone and the fallback off", out, err, activities.ErrTypeNotLoaded)
 		})
 	}
-}
-
-// brkCloseOnAccept is a server that closes every connection as soon as it accepts it.
-func brkCloseOnAccept(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // brkNeverAnswers is a server that accepts connections and never writes a byte.
@@ -538,7 +518,7 @@ func TestIsUnreachable_OnlyARedisConnectionFailure(t *testing.T) {
 	t.Parallel()
 	mysqlDial := brkMySQLDialError(t)
 	refused := brkRedisError(t, brkClosedAddr(t), redis.Options{})
-	eof := brkRedisError(t, brkCloseOnAccept(t), redis.Options{})
+	eof := brkRedisError(t, testenv.HangUpAddr(t), redis.Options{})
 	readTimeout := brkRedisError(t, brkNeverAnswers(t), redis.Options{ReadTimeout: 100 * time.Millisecond})
 	dialTimeout := brkRedisError(t, brkNeverAnswers(t), redis.Options{DialTimeout: time.Nanosecond, DialerRetries: 1})
 	poolTimeout := brkRedisPoolTimeout(t)
