@@ -315,8 +315,14 @@ func TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	desc, err := e.Client.ScheduleClient().GetHandle(ctx, workflows.IdempotencyCleanupScheduleID).Describe(ctx)
+	sched := e.Client.ScheduleClient().GetHandle(ctx, workflows.IdempotencyCleanupScheduleID)
+	desc, err := sched.Describe(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Paused for the rest of the test: an hourly interval fires at the top of the hour, and a scheduled run
+	// at 03:00:00 once deleted 7 of the rows this test's own run counts.
+	if err := sched.Pause(ctx, client.SchedulePauseOptions{Note: "the test runs the cleanup itself"}); err != nil {
 		t.Fatal(err)
 	}
 	if desc.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP || desc.Schedule.Spec.Intervals[0].Every != time.Hour {
