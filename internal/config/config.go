@@ -80,6 +80,9 @@ type Config struct {
 	// WorkerLocalActivityConcurrency bounds the local activities (the reservation's hot path) a worker runs
 	// at once.
 	WorkerLocalActivityConcurrency int // WORKER_LOCAL_ACTIVITY_CONCURRENCY (default WORKER_CONCURRENCY)
+
+	// Refunds configures the refund sender and the check of refunds left unsent (refunds.go).
+	Refunds Refunds
 }
 
 // DefaultReconcileGrace is what an unset RECONCILE_GRACE means: workflows.DefaultReconcileGrace (this package
@@ -203,6 +206,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	errs = append(errs, c.readTracing(getenv)...)
 	errs = append(errs, c.readPools(getenv)...)
 	errs = append(errs, c.readTemporalSecurity(getenv)...)
+	errs = append(errs, c.readRefunds(getenv)...)
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("LOG_FORMAT=%q: want json or text", c.LogFormat))
 	}

@@ -43,6 +43,12 @@ var readers = map[string][]string{
 	"WORKER_LOCAL_ACTIVITY_CONCURRENCY": {Worker},
 	"RESERVE_DB_FALLBACK":               {Worker, Starter}, // the worker's reserve, the API's placement
 	"METRICS_ADDR":                      {Worker},
+	// The worker sends the refunds (its sender's Schedule); the starter's reconciliation judges the unsent.
+	"REFUND_PROVIDER_URL":     {Worker},
+	"REFUND_PROVIDER_SECRET":  {Worker},
+	"REFUND_PROVIDER_TIMEOUT": {Worker},
+	"REFUND_SEND_INTERVAL":    {Worker},
+	"REFUND_UNSENT_AFTER":     {Starter},
 	// The starter serves the API and puts the rest into workflow inputs and the Schedules it creates.
 	"HTTP_ADDR":              {Starter},
 	"ADMIN_ADDR":             {Starter},

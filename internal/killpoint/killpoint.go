@@ -23,8 +23,16 @@ const (
 	CompensateMiddle = "compensate-middle"
 )
 
-// Points lists every kill point, in the saga's order.
+// Points lists every kill point of the order saga, in the saga's order.
 var Points = []string{ReserveAfterScript, DeductAfterCommit, CompensateMiddle}
+
+// RefundAfterSend is in SendRefund (the refund sender's activity), right after the payment provider answered
+// the refund and before it is marked sent: the provider has executed it, the database does not know. Its hits
+// are named by the refund's payment event ID (where the saga's points name an order).
+const RefundAfterSend = "refund-after-send"
+
+// AllPoints is every point ORDERSAGA_KILL_AT accepts: the saga's and the refund sender's.
+var AllPoints = append(slices.Clone(Points), RefundAfterSend)
 
 // The environment variables read at process start.
 const (
@@ -65,8 +73,8 @@ func Parse(at, after string) (Config, error) {
 	if at == "" {
 		return Config{}, nil
 	}
-	if !slices.Contains(Points, at) {
-		return Config{}, fmt.Errorf("%s=%q: want one of %s", EnvAt, at, strings.Join(Points, ", "))
+	if !slices.Contains(AllPoints, at) {
+		return Config{}, fmt.Errorf("%s=%q: want one of %s", EnvAt, at, strings.Join(AllPoints, ", "))
 	}
 	c := Config{Point: at, After: 1}
 	if v := strings.TrimSpace(after); v != "" {
