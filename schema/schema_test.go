@@ -72,9 +72,9 @@ func wantShape() shape {
 			Columns: notNull("id", "order_id", "sku", "qty", "unit_price_cents"),
 			Keys:    []string{"index(sku)", "pk(id)", "unique(order_id,sku)"},
 		},
-		"payments": { // 0003: the refund outbox's columns, the days' index
+		"payments": { // 0003: the refund outbox's columns, the days' index; 0008: the provider's permanent refusal
 			Columns: withNullable(notNull("id", "event_id", "order_id", "amount_cents", "currency", "result", "created_at"),
-				"detail", "refunded_at", "refund_sent_at", "refund_ref"),
+				"detail", "refunded_at", "refund_sent_at", "refund_ref", "refund_refused_at", "refund_refused_reason"),
 			Keys: []string{"index(created_at)", "index(order_id)", "index(refund_sent_at,refunded_at)", "pk(id)", "unique(event_id)"},
 		},
 		"money_anomalies": { // 0003: the money reconciliation's findings, once per (kind, subject)
