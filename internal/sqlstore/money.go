@@ -17,7 +17,8 @@ import (
 // the provider captured is one row; the rule is that a row is a refund iff refunded_at is set (results
 // refunded and rejected_amount, recorded with the refund in the same insert), and an applied row without
 // refunded_at is money kept for a PAID order. A refund is also an outbox entry for the provider's adapter:
-// refund_sent_at is NULL until the adapter has handed it to the provider.
+// refund_sent_at is NULL until the adapter has handed it to the provider, and refund_refused_at is set when
+// the provider refused it for good (migration 0008): such a refund is not to send until a person requeues it.
 
 // checkPaymentAmount refuses a payment whose amount is outside 0 to ordersaga.MaxAmountCents: the payments
 // store holds no amount the webhook, the payment signal or the pay update would refuse (ordersaga.CheckPayment).
@@ -46,6 +47,12 @@ type PaymentEntry struct {
 	RefundSentAt *time.Time
 	// RefundRef is what the provider called the refund, as the adapter reported it ("" when unknown).
 	RefundRef string
+	// RefundRefusedAt is when the provider's refusal of the refund for good was recorded (nil: never refused,
+	// or requeued since). A refund both refused and sent was executed: the provider's reference won, the
+	// refusal is history.
+	RefundRefusedAt *time.Time
+	// RefundRefusal is the refusal's reason as the adapter reported it ("" when not refused).
+	RefundRefusal string
 }
 
 // Refund reports whether the payment is refunded (captured and given back).
@@ -75,7 +82,8 @@ type MoneyTotals struct {
 	AppliedN   int64 `json:"applied"`
 	RefundedN  int64 `json:"refunded"`
 	UnsettledN int64 `json:"unsettled"`
-	// RefundsUnsent counts the day's refunds the provider's adapter has not marked sent yet.
+	// RefundsUnsent counts the day's refunds still to send: not marked sent by the provider's adapter, nor
+	// refused by the provider.
 	RefundsUnsent int64 `json:"refunds_unsent"`
 }
 
@@ -138,7 +146,7 @@ func moneyDays(from, to time.Time) ([]time.Time, error) {
 }
 
 const paymentEntryColumns = `id, event_id, order_id, amount_cents, currency, result, detail, refunded_at, created_at,
-	refund_sent_at, refund_ref`
+	refund_sent_at, refund_ref, refund_refused_at, refund_refused_reason`
 
 type paymentEntryRow struct {
 	ID           int64
@@ -152,18 +160,17 @@ type paymentEntryRow struct {
 	CreatedAt    time.Time
 	RefundSentAt *time.Time
 	RefundRef    *string
+	// The refusal's columns (0008).
+	RefundRefusedAt     *time.Time
+	RefundRefusedReason *string
 }
 
 func (r paymentEntryRow) entry() PaymentEntry {
 	e := PaymentEntry{ID: r.ID, PaymentRecord: ordersaga.PaymentRecord{EventID: r.EventID, OrderID: r.OrderID,
 		AmountCents: r.AmountCents, Currency: r.Currency, Result: ordersaga.PaymentResult(r.Result),
-		RefundedAt: utcPtr(r.RefundedAt), CreatedAt: r.CreatedAt.UTC()}, RefundSentAt: utcPtr(r.RefundSentAt)}
-	if r.Detail != nil {
-		e.Detail = *r.Detail
-	}
-	if r.RefundRef != nil {
-		e.RefundRef = *r.RefundRef
-	}
+		RefundedAt: utcPtr(r.RefundedAt), CreatedAt: r.CreatedAt.UTC(), Detail: deref(r.Detail)},
+		RefundSentAt: utcPtr(r.RefundSentAt), RefundRef: deref(r.RefundRef),
+		RefundRefusedAt: utcPtr(r.RefundRefusedAt), RefundRefusal: deref(r.RefundRefusedReason)}
 	return e
 }
 
@@ -260,7 +267,7 @@ func (s *Store) moneyOnDay(ctx context.Context, day time.Time) ([]MoneyTotals, e
 			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN 1 ELSE 0 END), 0) AS refunded_n,
 			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN `+hi+` ELSE 0 END), 0) AS refunded_hi,
 			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL THEN `+lo+` ELSE 0 END), 0) AS refunded_lo,
-			COALESCE(SUM(CASE WHEN refunded_at IS NOT NULL AND refund_sent_at IS NULL THEN 1 ELSE 0 END), 0) AS refunds_unsent
+			COALESCE(SUM(CASE WHEN `+refundToSend+` THEN 1 ELSE 0 END), 0) AS refunds_unsent
 		FROM payments WHERE created_at >= ? AND created_at < ? GROUP BY currency ORDER BY currency`,
 		applied, applied, applied, day, day.AddDate(0, 0, 1)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("money on %s: %w", day.Format(DayLayout), err)
@@ -280,41 +287,97 @@ func (s *Store) moneyOnDay(ctx context.Context, day time.Time) ([]MoneyTotals, e
 	return out, nil
 }
 
-// PendingRefunds is the refund outbox: up to limit refunds the provider's adapter has not marked sent, oldest
-// first (in the order they were recorded), after the row afterID (0: from the start). An adapter sends each
-// with its event ID as the provider's idempotency key and then calls MarkRefundSent; see docs/payments.md.
+// The refund outbox's conditions, one home each. A refund to send is recorded, not sent and not refused; a
+// refused one waits for a person (RequeueRefund) and is never sent on its own. Both start with
+// refund_sent_at IS NULL, so the outbox index (refund_sent_at, refunded_at) bounds their scans to the rows
+// not sent.
+const (
+	refundToSend  = "refund_sent_at IS NULL AND refunded_at IS NOT NULL AND refund_refused_at IS NULL"
+	refundRefused = "refund_sent_at IS NULL AND refunded_at IS NOT NULL AND refund_refused_at IS NOT NULL"
+)
+
+// refundRefusalChars is the width of payments.refund_refused_reason (0008), in characters.
+const refundRefusalChars = 255
+
+// refusedWithoutReason is the reason recorded for a refusal reported without one.
+const refusedWithoutReason = "refused"
+
+// PendingRefunds is the refund outbox: up to limit refunds the provider's adapter has not marked sent and the
+// provider has not refused, oldest first (in the order they were recorded), after the row afterID (0: from
+// the start). An adapter sends each with its event ID as the provider's idempotency key and then calls
+// MarkRefundSent, or MarkRefundRefused when the provider refused it for good; see docs/payments.md.
 func (s *Store) PendingRefunds(ctx context.Context, afterID int64, limit int) ([]PaymentEntry, error) {
-	return s.paymentEntries(ctx, "pending refunds",
-		"refund_sent_at IS NULL AND refunded_at IS NOT NULL AND id > ? ORDER BY id LIMIT ?", afterID, limit)
+	return s.paymentEntries(ctx, "pending refunds", refundToSend+" AND id > ? ORDER BY id LIMIT ?", afterID, limit)
 }
 
-// CountPendingRefunds counts the refunds not yet marked sent.
+// CountPendingRefunds counts the refunds still to send (PendingRefunds' rows): not marked sent, not refused.
 func (s *Store) CountPendingRefunds(ctx context.Context) (int64, error) {
+	return s.countPayments(ctx, "count pending refunds", refundToSend)
+}
+
+// CountRefusedRefunds counts the refunds the provider refused for good that nobody has requeued and the
+// provider has not reported sent since: each waits for a person.
+func (s *Store) CountRefusedRefunds(ctx context.Context) (int64, error) {
+	return s.countPayments(ctx, "count refused refunds", refundRefused)
+}
+
+func (s *Store) countPayments(ctx context.Context, what, where string) (int64, error) {
 	var n int64
-	if err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM payments WHERE refund_sent_at IS NULL AND refunded_at IS NOT NULL").
-		Scan(&n).Error; err != nil {
-		return 0, fmt.Errorf("count pending refunds: %w", err)
+	if err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM payments WHERE " + where).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	return n, nil
 }
 
 // MarkRefundSent records that the provider accepted the refund of a payment event (ref: the provider's name
-// for it, may be empty). It is idempotent: the first mark stands and a later one returns it unchanged.
-// ordersaga.ErrNotFound for an unknown event, ErrNotARefund for a payment that is not refunded.
+// for it, may be empty). It is idempotent: the first mark stands and a later one returns it unchanged. The
+// provider's answer wins over a refusal recorded before it: a refused refund marked sent is sent, and keeps
+// its refusal's columns as history. ordersaga.ErrNotFound for an unknown event, ErrNotARefund for a payment
+// that is not refunded.
 func (s *Store) MarkRefundSent(ctx context.Context, eventID, ref string) (PaymentEntry, error) {
-	if err := s.db.WithContext(ctx).Exec(`UPDATE payments SET refund_sent_at = ?, refund_ref = ?
+	return s.updateRefund(ctx, "mark refund sent", eventID, `UPDATE payments SET refund_sent_at = ?, refund_ref = ?
 		WHERE event_id = ? AND refunded_at IS NOT NULL AND refund_sent_at IS NULL`,
-		s.now(), nullable(clip(ref, refundRefChars)), eventID).Error; err != nil {
-		return PaymentEntry{}, fmt.Errorf("mark refund sent %s: %w", eventID, err)
+		s.now(), nullable(clip(ref, refundRefChars)), eventID)
+}
+
+// MarkRefundRefused records that the provider refused the refund of a payment event for good (reason: the
+// provider's code and explanation, cut to 255 characters; "" is recorded as "refused"): the refund leaves
+// the outbox and the unsent count, and the money check reports it (refund_refused) until a person requeues
+// it (RequeueRefund). The first refusal stands: a later one returns it unchanged. A refund already marked
+// sent stays sent and is returned unchanged, without error (the provider executed it).
+// ordersaga.ErrNotFound for an unknown event, ErrNotARefund for a payment that is not refunded.
+func (s *Store) MarkRefundRefused(ctx context.Context, eventID, reason string) (PaymentEntry, error) {
+	if reason == "" {
+		reason = refusedWithoutReason
 	}
-	got, err := s.paymentEntries(ctx, "mark refund sent "+eventID, "event_id = ?", eventID)
+	return s.updateRefund(ctx, "mark refund refused", eventID, `UPDATE payments SET refund_refused_at = ?, refund_refused_reason = ?
+		WHERE event_id = ? AND refunded_at IS NOT NULL AND refund_sent_at IS NULL AND refund_refused_at IS NULL`,
+		s.now(), clip(reason, refundRefusalChars), eventID)
+}
+
+// RequeueRefund clears the refusal of a refund not sent (a person decided to send it again): the refund is
+// back in the outbox, to be sent with its event ID as the idempotency key as before. A refund not refused,
+// or already sent, is returned unchanged. ordersaga.ErrNotFound for an unknown event, ErrNotARefund for a
+// payment that is not refunded.
+func (s *Store) RequeueRefund(ctx context.Context, eventID string) (PaymentEntry, error) {
+	return s.updateRefund(ctx, "requeue refund", eventID, `UPDATE payments SET refund_refused_at = NULL, refund_refused_reason = NULL
+		WHERE event_id = ? AND refunded_at IS NOT NULL AND refund_sent_at IS NULL AND refund_refused_at IS NOT NULL`, eventID)
+}
+
+// updateRefund runs one conditional update of an event's refund columns and reads the row back: the row as
+// it now is, ordersaga.ErrNotFound when there is none, ErrNotARefund (with the row) when it is not a refund.
+func (s *Store) updateRefund(ctx context.Context, what, eventID, update string, args ...any) (PaymentEntry, error) {
+	if err := s.db.WithContext(ctx).Exec(update, args...).Error; err != nil {
+		return PaymentEntry{}, fmt.Errorf("%s %s: %w", what, eventID, err)
+	}
+	got, err := s.paymentEntries(ctx, what+" "+eventID, "event_id = ?", eventID)
 	switch {
 	case err != nil:
 		return PaymentEntry{}, err
 	case len(got) == 0:
-		return PaymentEntry{}, fmt.Errorf("mark refund sent %s: %w", eventID, ordersaga.ErrNotFound)
+		return PaymentEntry{}, fmt.Errorf("%s %s: %w", what, eventID, ordersaga.ErrNotFound)
 	case !got[0].Refund():
-		return got[0], fmt.Errorf("mark refund sent %s (result %s): %w", eventID, got[0].Result, ErrNotARefund)
+		return got[0], fmt.Errorf("%s %s (result %s): %w", what, eventID, got[0].Result, ErrNotARefund)
 	}
 	return got[0], nil
 }

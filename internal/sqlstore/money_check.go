@@ -27,11 +27,17 @@ const (
 	// KindPaymentAmountOutOfRange: a payment whose amount is outside 0 to ordersaga.MaxAmountCents, which the
 	// payments store refuses since the bound: a row from before it, or written by hand (subject: the event ID).
 	KindPaymentAmountOutOfRange = "payment_amount_out_of_range"
+	// KindRefundUnsent: a refund recorded longer ago than the threshold (REFUND_UNSENT_AFTER) and neither sent
+	// to the provider nor refused by it: the sender is off, down or failing (subject: the event ID).
+	KindRefundUnsent = "refund_unsent"
+	// KindRefundRefused: a refund the provider refused for good, not requeued by a person since (subject: the
+	// event ID).
+	KindRefundRefused = "refund_refused"
 )
 
 // MoneyKinds lists the kinds above (the metric's label values).
 var MoneyKinds = []string{KindMoneyUnbalanced, KindPaymentUnsettled, KindAppliedNotPaid, KindAppliedAmount, KindPaidWithoutPayment,
-	KindPaymentAmountOutOfRange}
+	KindPaymentAmountOutOfRange, KindRefundUnsent, KindRefundRefused}
 
 // maxMoneyFindings bounds the rows one query of one day lists; the day's totals still count every payment.
 const maxMoneyFindings = 1000
@@ -166,6 +172,59 @@ func (s *Store) CheckMoneyDay(ctx context.Context, day time.Time) ([]MoneyTotals
 			Detail: fmt.Sprintf("PAID order of %d %s without its applied payment (event %q)", o.AmountCents, o.Currency, deref(o.PaymentEventID))})
 	}
 	return totals, found, nil
+}
+
+// CheckRefunds reports the refunds that are not where they should be, whatever day they were recorded on: up
+// to limit refunds recorded before now − unsentAfter and neither sent nor refused (refund_unsent, the oldest
+// first), and up to limit refunds the provider refused that nobody has requeued (refund_refused, the oldest
+// first). A refund is judged on its own UTC day (refunded_at's), for its amount. Both scans go through the
+// outbox index, which holds only the refunds not sent. unsentAfter ≤ 0 looks for refusals only (the input of
+// a run started before the threshold was passed to it); a limit below 1 is an error.
+func (s *Store) CheckRefunds(ctx context.Context, now time.Time, unsentAfter time.Duration, limit int) ([]MoneyFinding, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("check refunds: limit %d: want at least 1", limit)
+	}
+	now = now.UTC()
+	var found []MoneyFinding
+	if unsentAfter > 0 {
+		unsent, err := s.refundRows(ctx, "unsent", limit, refundToSend+" AND refunded_at < ?", now.Add(-unsentAfter))
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range unsent {
+			waited := now.Sub(*r.RefundedAt).Truncate(time.Second)
+			found = append(found, refundFinding(KindRefundUnsent, r, fmt.Sprintf(
+				"refund of %d %s recorded at %s, waiting %s (more than %s) neither sent to the provider nor refused by it",
+				r.AmountCents, r.Currency, r.RefundedAt.Format(time.RFC3339), waited, unsentAfter)))
+		}
+	}
+	refused, err := s.refundRows(ctx, "refused", limit, refundRefused)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range refused {
+		found = append(found, refundFinding(KindRefundRefused, r, fmt.Sprintf(
+			"refund of %d %s refused by the provider at %s: %s", r.AmountCents, r.Currency,
+			deref(r.RefundRefusedAt).Format(time.RFC3339), deref(r.RefundRefusedReason))))
+	}
+	return found, nil
+}
+
+// refundRows reads up to limit refunds matching where (with its args), the oldest recorded first (the outbox
+// index's order).
+func (s *Store) refundRows(ctx context.Context, what string, limit int, where string, args ...any) ([]paymentEntryRow, error) {
+	var rows []paymentEntryRow
+	if err := s.db.WithContext(ctx).Raw("SELECT "+paymentEntryColumns+" FROM payments WHERE "+where+
+		" ORDER BY refunded_at, id LIMIT ?", append(args, limit)...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("check refunds: %s: %w", what, err)
+	}
+	return rows, nil
+}
+
+// refundFinding is a finding of kind about the refund r: its event, on its UTC day, for its amount.
+func refundFinding(kind string, r paymentEntryRow, detail string) MoneyFinding {
+	return MoneyFinding{Kind: kind, Subject: r.EventID, Day: r.RefundedAt.UTC().Format(DayLayout), OrderID: r.OrderID,
+		EventID: r.EventID, Currency: r.Currency, Expected: i64(r.AmountCents), Observed: i64(r.AmountCents), Detail: detail}
 }
 
 func deref[T any](p *T) T {
