@@ -1,0 +1,85 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/refunds"
+)
+
+// refundActs is only used to name the sender's activity methods; the refund worker registers the real one.
+var refundActs *activities.RefundSender
+
+// RefundSendWorkflow is one run of the refund sender: page after page of the refund outbox (oldest first),
+// it sends each refund to the provider as an activity, Parallel at once, each retried with backoff for up to
+// Patience. A refund is marked sent only with the provider's reference, or its permanent refusal recorded; the
+// event ID is the provider's idempotency key, so a send repeated after a crash or a lost answer is answered
+// with the first refund. When a send still fails after its patience (the provider is down), the run lets the
+// page's other sends finish and stops: the rest waits in the outbox for the next run. A Temporal Schedule
+// (RefundSendScheduleID, overlap SKIP) starts it every REFUND_SEND_INTERVAL.
+func RefundSendWorkflow(ctx workflow.Context, in RefundSendInput) (RefundSendResult, error) {
+	var res RefundSendResult
+	pageSize, parallel := orDefault(in.PageSize, DefaultRefundPage), orDefault(in.Parallel, DefaultRefundParallel)
+	readCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 5,
+		},
+	})
+	sendCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		// An attempt may take the provider's bound, then the two marks; a worker killed in the middle is
+		// found out by this timeout and the send retried on another.
+		StartToCloseTimeout:    orDefault(in.ProviderTimeout, DefaultRefundProviderTimeout) + 10*time.Second,
+		ScheduleToCloseTimeout: orDefault(in.Patience, DefaultRefundSendPatience),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 15 * time.Second,
+		},
+	})
+	var afterID int64
+	for range orDefault(in.MaxPages, DefaultRefundMaxPages) {
+		var page []refunds.Pending
+		err := workflow.ExecuteActivity(readCtx, refundActs.PendingRefunds, activities.RefundPageInput{
+			AfterID: afterID, Limit: pageSize,
+		}).Get(ctx, &page)
+		if err != nil {
+			return res, fmt.Errorf("read the refund outbox: %w", err)
+		}
+		for start := 0; start < len(page); start += parallel {
+			chunk := page[start:min(start+parallel, len(page))]
+			futures := make([]workflow.Future, len(chunk))
+			for i, p := range chunk {
+				futures[i] = workflow.ExecuteActivity(sendCtx, refundActs.SendRefund, p)
+			}
+			for i, f := range futures {
+				var out refunds.Outcome
+				if err := f.Get(ctx, &out); err != nil {
+					res.Deferred++
+					res.LastError = err.Error()
+					workflow.GetLogger(ctx).Warn("refund deferred to the next run", "event_id", chunk[i].EventID, "error", err)
+					continue
+				}
+				switch {
+				case out.Refused:
+					res.Refused++
+				default:
+					res.Sent++
+					if out.Replayed {
+						res.Replayed++
+					}
+				}
+			}
+			if res.Deferred > 0 {
+				return res, nil
+			}
+		}
+		if len(page) < pageSize {
+			break
+		}
+		afterID = page[len(page)-1].ID
+	}
+	return res, nil
+}
