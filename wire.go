@@ -1,5 +1,7 @@
 package ordersaga
 
+import "time"
+
 // The bodies of the order API (docs/http-api.md) beside the order view (Order): the service writes and reads
 // them through internal/api, and the tools that speak the API from outside (paysim, the flash-sale tool)
 // use these same types without linking the server.
@@ -43,4 +45,42 @@ func (b InventoryBody) HeldUnits() int64 {
 		return 0
 	}
 	return *b.Holds
+}
+
+// OrderPayments is the body of GET /v1/orders/{id}/payments: every payment event of the order, in the order
+// recorded, with what became of its refund.
+type OrderPayments struct {
+	OrderID  string        `json:"order_id"`
+	Payments []PaymentView `json:"payments"`
+}
+
+// PaymentView is one payment event of an order as the API shows it.
+type PaymentView struct {
+	EventID     string        `json:"event_id"`
+	Result      PaymentResult `json:"result"`
+	AmountCents int64         `json:"amount_cents"`
+	Currency    string        `json:"currency"`
+	RecordedAt  time.Time     `json:"recorded_at"`
+	// Refund is null for a payment kept for the order (applied).
+	Refund *RefundView `json:"refund"`
+}
+
+// The states of a refund (RefundView.Status).
+const (
+	// RefundPending: recorded, not yet accepted by the provider (the sender sends it).
+	RefundPending = "pending"
+	// RefundSent: the provider executed it; ProviderRef is its name for it.
+	RefundSent = "sent"
+	// RefundRefused: the provider refused it for good; a person decides (docs/payments.md).
+	RefundRefused = "refused"
+)
+
+// RefundView is the refund of a payment event: recorded once with the payment, then sent to the provider.
+type RefundView struct {
+	Status      string     `json:"status"`
+	RecordedAt  time.Time  `json:"recorded_at"`
+	SentAt      *time.Time `json:"sent_at,omitempty"`
+	ProviderRef string     `json:"provider_ref,omitempty"`
+	RefusedAt   *time.Time `json:"refused_at,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
 }

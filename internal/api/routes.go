@@ -7,6 +7,7 @@ import "net/http"
 func addRoutes(mux *http.ServeMux, s *server) {
 	mux.Handle("POST /v1/orders", s.handlePlaceOrder())
 	mux.Handle("GET /v1/orders/{id}", s.handleGetOrder())
+	mux.Handle("GET /v1/orders/{id}/payments", s.handleOrderPayments())
 	mux.Handle("POST /v1/orders/{id}/cancel", s.handleCancelOrder())
 	mux.Handle("POST /v1/payments/webhook", s.handlePaymentWebhook())
 	mux.Handle("GET /v1/inventory/{sku}", s.handleGetInventory())
