@@ -50,7 +50,7 @@ func TestPaysim(t *testing.T) {
 	}
 	paysim := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := run(context.Background(), append([]string{"paysim"}, args...), getenv, &out)
+		err := run(context.Background(), append([]string{"paysim"}, args...), getenv, &out, io.Discard)
 		return out.String(), err
 	}
 	want := func(out string, err error, wantErr bool, results ...string) {

@@ -89,8 +89,8 @@ func New(o Options) (*Server, error) {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Close releases the requests the simulator holds (a blackhole's answer 503, a lost answer stays lost) so
-// that an http.Server's Shutdown does not wait for them. The simulator keeps answering new requests.
+// Close releases the requests the simulator holds, and holds none from then on (a blackhole answers 503 at
+// once, a lost answer is dropped at once), so that an http.Server's Shutdown does not wait for them.
 func (s *Server) Close() {
 	s.close.Do(func() { close(s.closed) })
 }

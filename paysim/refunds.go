@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/refundsim"
+)
+
+// runRefunds is `paysim refunds`: the report of a `paysim serve`, as text or JSON.
+func runRefunds(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
+	var (
+		provider string
+		asJSON   bool
+	)
+	fs := flag.NewFlagSet("paysim refunds", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.StringVar(&provider, "provider", or(getenv("REFUND_PROVIDER_URL"), "http://127.0.0.1:8091"),
+		"base URL of the refund provider simulator (default REFUND_PROVIDER_URL, else http://127.0.0.1:8091)")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stdout, "usage: paysim refunds [flags]")
+		fs.PrintDefaults()
+	}
+	positional, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 0 {
+		fs.Usage()
+		return usageError{fmt.Errorf("refunds takes no argument, got %q", positional)}
+	}
+	rep, err := refundsim.Fetch(ctx, provider, &http.Client{Timeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printReport(stdout, rep)
+	return nil
+}
+
+// printReport writes a one-line summary, then a line per refund and per refused key.
+func printReport(w io.Writer, rep refundsim.Report) {
+	t := rep.Totals
+	fmt.Fprintf(w, "%d refunds executed, %d refused; %d requests: %d replays, %d mismatches, %d failed, %d timed out, %d blackholed, %d bad signatures, %d bad requests\n",
+		len(rep.Refunds), len(rep.Refused), t.Requests, t.Replays, t.Mismatches, t.Failed, t.TimedOut, t.Blackholed, t.BadSignature, t.BadRequest)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range rep.Refunds {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\trequests %d\n", e.EventID, e.OrderID, e.AmountCents, e.Currency, e.RefundID, e.Requests)
+	}
+	for _, r := range rep.Refused {
+		fmt.Fprintf(tw, "%s\trefused (%s)\t%s\trequests %d\n", r.EventID, r.Code, r.Reason, r.Requests)
+	}
+	_ = tw.Flush()
+}
