@@ -398,3 +398,33 @@ func TestRefundOutbox_ListsAndMarksSentOnce(t *testing.T) {
 		t.Errorf("CountPendingRefunds = %d, %v; want 2", n, err)
 	}
 }
+
+// The activity passes the run's threshold down: a refund recorded an hour ago and not sent is refund_unsent
+// under a 15-minute threshold; an input without one (a run started by the release before) reports refusals
+// only.
+func TestReconcileMoney_RefundUnsentAfterComesFromTheInput(t *testing.T) {
+	t.Parallel()
+	store := testenv.MustOpenStore(t)
+	hourAgo := time.Now().UTC().Add(-time.Hour)
+	putPayments(t, store, moneyRow{"u-e1", "u-o1", 300, "EUR", ordersaga.PaymentRefunded, hourAgo, true, false})
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	acts := &activities.Activities{Store: store}
+	env.RegisterActivity(acts)
+	for _, c := range []struct {
+		after time.Duration
+		want  int
+	}{{0, 0}, {15 * time.Minute, 1}, {2 * time.Hour, 0}} {
+		v, err := env.ExecuteActivity(acts.ReconcileMoney, activities.ReconcileMoneyInput{RunID: "u-run", Days: 1, RefundUnsentAfter: c.after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s activities.MoneySummary
+		if err := v.Get(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s.ByKind[sqlstore.KindRefundUnsent] != c.want || s.RefundsUnsent != 1 {
+			t.Errorf("RefundUnsentAfter %s: %+v; want %d refund_unsent finding(s) of the 1 refund unsent", c.after, s, c.want)
+		}
+	}
+}

@@ -23,9 +23,10 @@ type Metrics struct {
 	leakedUnits   prometheus.Counter
 	anomalyWrites prometheus.Counter
 
-	moneyFindings *prometheus.GaugeVec
-	moneyWrites   *prometheus.CounterVec
-	refundsUnsent prometheus.Gauge
+	moneyFindings  *prometheus.GaugeVec
+	moneyWrites    *prometheus.CounterVec
+	refundsUnsent  prometheus.Gauge
+	refundsRefused prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -66,11 +67,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Rows written to money_anomalies (each discrepancy once), by kind."},
 			[]string{"kind"}),
 		refundsUnsent: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ordersaga_refunds_unsent",
-			Help: "Refunds recorded and not yet marked sent by the payment provider's adapter, when the last money reconciliation ran."}),
+			Help: "Refunds recorded and still to send (not marked sent by the payment provider's adapter, not refused by the provider), when the last money reconciliation ran."}),
+		refundsRefused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ordersaga_refunds_refused",
+			Help: "Refunds the payment provider refused for good, waiting for a person (requeue or settle by hand), when the last money reconciliation ran."}),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.skus, m.driftUnits, m.repairs, m.raced, m.lastDrifted, m.lastDrift,
 		m.lastRepairs, m.lastRun, m.fallbacks, m.coldLoads, m.leakedUnits, m.anomalyWrites, m.moneyFindings, m.moneyWrites,
-		m.refundsUnsent} {
+		m.refundsUnsent, m.refundsRefused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -129,6 +132,7 @@ func (m *Metrics) Money(s MoneySummary) {
 		m.moneyFindings.WithLabelValues(k).Set(float64(s.ByKind[k]))
 	}
 	m.refundsUnsent.Set(float64(s.RefundsUnsent))
+	m.refundsRefused.Set(float64(s.RefundsRefused))
 }
 
 // MoneyRecorded counts the money findings a run recorded for the first time.

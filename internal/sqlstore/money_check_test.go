@@ -68,7 +68,7 @@ func TestCheckMoneyDay_ReportsAmountsOutOfRangeWithoutError(t *testing.T) {
 	}
 
 	// The money step of a reconciliation run records them, and does not fail.
-	sum, err := reconcile.Money(ctx, store, nil, "run-out-of-range", 1, at, nil)
+	sum, err := reconcile.Money(ctx, store, nil, "run-out-of-range", 1, time.Hour, at, nil)
 	if err != nil {
 		t.Fatalf("reconcile.Money: %v", err)
 	}
