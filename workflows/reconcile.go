@@ -56,7 +56,7 @@ func (w *reconcileWorkflow) run(ctx workflow.Context) (ReconcileResult, error) {
 	// Versioned: a run that was in flight when the money step was deployed finishes without it.
 	if workflow.GetVersion(ctx, moneyStepChange, workflow.DefaultVersion, 1) == 1 {
 		err := workflow.ExecuteActivity(ctx, acts.ReconcileMoney, activities.ReconcileMoneyInput{
-			RunID: w.runID, Days: w.in.moneyDays(),
+			RunID: w.runID, Days: w.in.moneyDays(), RefundUnsentAfter: w.in.refundUnsentAfter(),
 		}).Get(ctx, &w.money)
 		if err != nil {
 			return w.result(), fmt.Errorf("reconcile money: %w", err)

@@ -28,6 +28,10 @@ const (
 	DefaultReconcileMoneyDays = 2
 	// MaxReconcileMoneyDays bounds the days one run checks.
 	MaxReconcileMoneyDays = 366
+	// DefaultRefundUnsentAfter: a refund recorded longer ago and neither sent nor refused is a money finding
+	// (refund_unsent); config.DefaultRefundUnsentAfter (REFUND_UNSENT_AFTER unset) is the same, which
+	// internal/platform's tests check.
+	DefaultRefundUnsentAfter = 15 * time.Minute
 )
 
 // moneyStepChange is the workflow.GetVersion change ID of the money step.
@@ -52,6 +56,16 @@ type ReconcileInput struct {
 	Grace time.Duration
 	// MoneyDays is how many UTC days up to today the money step checks (0 = DefaultReconcileMoneyDays).
 	MoneyDays int
+	// RefundUnsentAfter: the money step reports a refund recorded longer ago and neither sent nor refused
+	// (0 = DefaultRefundUnsentAfter).
+	RefundUnsentAfter time.Duration
+}
+
+func (in ReconcileInput) refundUnsentAfter() time.Duration {
+	if in.RefundUnsentAfter <= 0 {
+		return DefaultRefundUnsentAfter
+	}
+	return in.RefundUnsentAfter
 }
 
 func (in ReconcileInput) moneyDays() int {

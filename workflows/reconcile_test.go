@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
@@ -38,11 +39,44 @@ func TestReconcileWorkflow_EndsWithTheMoneyStep(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Days != DefaultReconcileMoneyDays || got[0].RunID == "" {
-		t.Errorf("ReconcileMoney got %+v, want one call with the run ID and %d days", got, DefaultReconcileMoneyDays)
+	if len(got) != 1 || got[0].Days != DefaultReconcileMoneyDays || got[0].RunID == "" || got[0].RefundUnsentAfter != DefaultRefundUnsentAfter {
+		t.Errorf("ReconcileMoney got %+v, want one call with the run ID, %d days and the refunds' threshold %s", got,
+			DefaultReconcileMoneyDays, DefaultRefundUnsentAfter)
 	}
 	if res.SKUs != 2 || res.Money.Findings != 1 || res.Money.ByKind[sqlstore.KindAppliedNotPaid] != 1 {
 		t.Errorf("result = %+v", res)
 	}
 	env.AssertExpectations(t)
+}
+
+// The refunds' threshold of the input (REFUND_UNSENT_AFTER) reaches the money step; 0 means the default.
+func TestReconcileWorkflow_PassesTheRefundsThresholdToTheMoneyStep(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in, want time.Duration
+	}{{0, DefaultRefundUnsentAfter}, {time.Hour, time.Hour}} {
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestWorkflowEnvironment()
+		env.RegisterWorkflow(ReconcileWorkflow)
+		env.RegisterActivity(&activities.Activities{})
+		var a *activities.Activities
+		done := activities.ReconcileBatchResult{Done: true}
+		env.OnActivity(a.ReconcileLeaks, mock.Anything, mock.Anything).Return(done, nil).Once()
+		env.OnActivity(a.ReconcileSKUs, mock.Anything, mock.Anything).Return(done, nil).Once()
+		env.OnActivity(a.ReconcileFinish, mock.Anything, mock.Anything, mock.Anything).Return(nil).Once()
+		var got time.Duration
+		env.OnActivity(a.ReconcileMoney, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in activities.ReconcileMoneyInput) (activities.MoneySummary, error) {
+				got = in.RefundUnsentAfter
+				return activities.MoneySummary{}, nil
+			}).Once()
+		env.ExecuteWorkflow(ReconcileWorkflow, ReconcileInput{RefundUnsentAfter: c.in})
+		if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+			t.Fatalf("workflow: completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+		}
+		if got != c.want {
+			t.Errorf("RefundUnsentAfter %s: the money step got %s, want %s", c.in, got, c.want)
+		}
+		env.AssertExpectations(t)
+	}
 }

@@ -8,9 +8,10 @@ import (
 )
 
 // ReconcileInput is the reconciliation workflow's input the configuration describes (RECONCILE_BATCH,
-// RECONCILE_GRACE; unset: the workflow's defaults).
+// RECONCILE_GRACE, REFUND_UNSENT_AFTER; unset: the workflow's defaults).
 func ReconcileInput(cfg config.Config) workflows.ReconcileInput {
-	return workflows.ReconcileInput{BatchSize: cfg.ReconcileBatch, Grace: cfg.ReconcileGrace}
+	return workflows.ReconcileInput{BatchSize: cfg.ReconcileBatch, Grace: cfg.ReconcileGrace,
+		RefundUnsentAfter: cfg.Refunds.UnsentAfter}
 }
 
 // ReconcileInterval is the Schedule's interval: RECONCILE_INTERVAL, or workflows.DefaultReconcileInterval.
