@@ -128,6 +128,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cf
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "timeout of one HTTP request")
 	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", "", "also judge from this MySQL database (the stack's MYSQL_DSN)")
 	fs.StringVar(&cfg.SQLitePath, "sqlite-path", "", "also judge from this SQLite file (the local stack's database)")
+	fs.StringVar(&cfg.ProviderURL, "provider", orDefault(getenv("REFUND_PROVIDER_URL"), cfg.ProviderURL), "refund provider whose report (GET <provider>/v1/refunds) the run's refunds are checked against (default $REFUND_PROVIDER_URL or "+sale.DefaultProviderURL+")")
+	fs.StringVar(&cfg.ProviderCheck, "provider-check", cfg.ProviderCheck, "check the refunds at the provider: auto (when it answers its report; the report says when it did not), on (an unreachable provider is an error), off")
 	fs.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: derived from the clock)")
 	fs.BoolVar(&cfg.FloodPair, "flood-pair", false, "instead of a sale, measure the orders accepted per second by --concurrency closed-loop winners for --duration, then again during an open-loop flood of orders of a sold-out SKU at --flood-x times that rate; prints a FLOOD line (exit 1 when a winner got no answer)")
 	fs.Float64Var(&cfg.FloodX, "flood-x", cfg.FloodX, "with --flood-pair: the flood's rate as a multiple of the accepted rate without it")
@@ -156,6 +158,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cf
 		}
 		if !set["out"] {
 			cfg.Out = rejudge
+		}
+		if err := cfg.ValidateProvider(); err != nil {
+			return cfg, "", err
 		}
 		return cfg, rejudge, nil
 	}

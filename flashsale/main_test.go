@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ordersaga/ordersaga/flashsale/internal/sale"
 )
 
 func TestFlagsTakeSecretsFromTheEnvironment(t *testing.T) {
@@ -40,6 +42,9 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"bot ratio over one", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "1.5"}, "--bot-ratio 1.5"},
 		{"negative bot ratio", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "-0.2"}, "--bot-ratio -0.2"},
 		{"no bot attempts", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--bot-ratio", "0.1", "--bot-attempts", "0"}, "--bot-attempts 0"},
+		{"bad provider check", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--provider-check", "maybe"}, `--provider-check "maybe": want auto, on or off`},
+		{"provider not a URL", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--provider", "127.0.0.1:8091"}, `--provider "127.0.0.1:8091"`},
+		{"bad provider check on a rejudge", []string{"flashsale", "--rejudge", "dir", "--target", "http://127.0.0.1:8080", "--provider-check", "yes"}, `--provider-check "yes"`},
 		{"qty above the limit", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--per-user-limit", "2", "--qty", "3"}, "--qty 3 is above --per-user-limit 2"},
 	}
 	for _, tt := range tests {
@@ -50,6 +55,25 @@ func TestBadFlagsExitTwo(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
+	}
+}
+
+// TestProviderFlags: the provider defaults to REFUND_PROVIDER_URL, else the local stack's; checked when it answers.
+func TestProviderFlags(t *testing.T) {
+	env := map[string]string{"ADMIN_TOKEN": "tok", "PAYMENT_WEBHOOK_SECRET": "hook"}
+	getenv := func(k string) string { return env[k] }
+	cfg, _, err := parseFlags([]string{"flashsale"}, getenv, &bytes.Buffer{})
+	if err != nil || cfg.ProviderURL != sale.DefaultProviderURL || cfg.ProviderCheck != sale.ProviderCheckAuto {
+		t.Fatalf("defaults: provider %q check %q, %v; want %s auto", cfg.ProviderURL, cfg.ProviderCheck, err, sale.DefaultProviderURL)
+	}
+	env["REFUND_PROVIDER_URL"] = "https://refunds.example/"
+	cfg, _, err = parseFlags([]string{"flashsale", "--provider-check", "on"}, getenv, &bytes.Buffer{})
+	if err != nil || cfg.ProviderURL != "https://refunds.example" || cfg.ProviderCheck != sale.ProviderCheckOn {
+		t.Fatalf("from the environment: provider %q check %q, %v", cfg.ProviderURL, cfg.ProviderCheck, err)
+	}
+	cfg, _, err = parseFlags([]string{"flashsale", "--provider", "nonsense", "--provider-check", "off"}, getenv, &bytes.Buffer{})
+	if err != nil || cfg.ProviderCheck != sale.ProviderCheckOff {
+		t.Fatalf("off: the provider is not used, its URL not checked: %v", err)
 	}
 }
 

@@ -64,6 +64,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	MySQLDSN       string
 	SQLitePath     string
+	// ProviderURL is the refund provider whose report (GET {ProviderURL}/v1/refunds) the run's refunds are
+	// checked against; ProviderCheck is ProviderCheckAuto, On or Off (see provider.go).
+	ProviderURL   string
+	ProviderCheck string
 	// RunID names the run; it prefixes idempotency keys and, by default, the SKUs.
 	RunID string
 	// FloodPair runs the flood pair (FloodPair in flood.go) instead of a sale: Concurrency closed-loop winners
@@ -106,6 +110,8 @@ func DefaultConfig() Config {
 		FloodMinRate:   100,
 		FloodInflight:  1024,
 		FloodWarmup:    2 * time.Second,
+		ProviderURL:    DefaultProviderURL,
+		ProviderCheck:  ProviderCheckAuto,
 	}
 }
 
@@ -199,6 +205,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--flood-warmup %s: must not be negative", c.FloodWarmup))
 		}
 	}
+	if err := c.ValidateProvider(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MySQLDSN != "" && c.SQLitePath != "" {
 		errs = append(errs, errors.New("--mysql-dsn and --sqlite-path: give at most one"))
 	}
@@ -223,6 +232,23 @@ func (c *Config) Validate() error {
 	if !namePattern.MatchString(c.SKUPrefix+"0") || len(c.SKUPrefix) > 58 {
 		errs = append(errs, fmt.Errorf("--sku-prefix %q: want up to 58 chars of A-Za-z0-9._-", c.SKUPrefix))
 	}
+	return errors.Join(errs...)
+}
+
+// ValidateProvider checks --provider and --provider-check (Validate does too; a --rejudge uses only these
+// and the database's flags) and trims the URL; the error names the flag.
+func (c *Config) ValidateProvider() error {
+	var errs []error
+	switch c.ProviderCheck {
+	case ProviderCheckAuto, ProviderCheckOn, ProviderCheckOff:
+	default:
+		errs = append(errs, fmt.Errorf("--provider-check %q: want auto, on or off", c.ProviderCheck))
+	}
+	u, err := url.Parse(c.ProviderURL)
+	if c.ProviderCheck != ProviderCheckOff && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, fmt.Errorf("--provider %q: want the refund provider's http(s) base URL, such as %s", c.ProviderURL, DefaultProviderURL))
+	}
+	c.ProviderURL = strings.TrimRight(c.ProviderURL, "/")
 	return errors.Join(errs...)
 }
 
@@ -279,5 +305,6 @@ func (c Config) Params() []Param {
 		{"per-user-limit", limit}, {"bot-ratio", f(c.BotRatio)}, {"bot-attempts", strconv.Itoa(c.BotAttempts)},
 		{"seed", strconv.FormatUint(c.Seed, 10)},
 		{"quiet-timeout", c.QuietTimeout.String()}, {"grace", c.Grace.String()}, {"database", db},
+		{"provider", c.ProviderURL}, {"provider-check", c.ProviderCheck},
 	}
 }

@@ -144,14 +144,16 @@ func (r *DBReader) Snapshot(ctx context.Context, skus []string) (*DBSnapshot, er
 		return nil, fmt.Errorf("database: orders: %w", err)
 	}
 	err = r.each(ctx, `SELECT event_id, order_id, result, amount_cents, currency,
-			CASE WHEN refunded_at IS NULL THEN 0 ELSE 1 END
+			CASE WHEN refunded_at IS NULL THEN 0 ELSE 1 END, CASE WHEN refund_sent_at IS NULL THEN 0 ELSE 1 END,
+			refund_ref, CASE WHEN refund_refused_at IS NULL THEN 0 ELSE 1 END
 		FROM payments WHERE order_id IN (SELECT order_id FROM order_lines WHERE sku IN `+list+`) ORDER BY id`, args, func(rows *sql.Rows) error {
 		var p DBPayment
-		var refunded int64
-		if err := rows.Scan(&p.EventID, &p.OrderID, &p.Result, &p.AmountCents, &p.Currency, &refunded); err != nil {
+		var refunded, sent, refused int64
+		var ref sql.NullString
+		if err := rows.Scan(&p.EventID, &p.OrderID, &p.Result, &p.AmountCents, &p.Currency, &refunded, &sent, &ref, &refused); err != nil {
 			return err
 		}
-		p.Refunded = refunded == 1
+		p.Refunded, p.RefundSent, p.RefundRef, p.RefundRefused = refunded == 1, sent == 1, ref.String, refused == 1
 		s.Payments = append(s.Payments, p)
 		return nil
 	})

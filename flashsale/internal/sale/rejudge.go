@@ -70,8 +70,15 @@ func Rejudge(ctx context.Context, cfg Config, opts Options, rep *Report) (*Repor
 			return nil, err
 		}
 	}
+	checkProvider, skipped, err := r.awaitProvider(ctx)
+	if err != nil {
+		return nil, err
+	}
 	snap, err := r.snapshot(ctx, open == 0 && holds == 0 && dbOpen == 0)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.readProvider(ctx, &snap, checkProvider, skipped); err != nil {
 		return nil, err
 	}
 	out := *rep

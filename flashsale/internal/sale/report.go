@@ -214,6 +214,12 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	for _, u := range rep.Verdict.UserLimits {
 		fmt.Fprintf(w, "  per-user limit (%s) %s\n", u.Source, u.text())
 	}
+	if t := rep.Verdict.Refunds; t != nil {
+		fmt.Fprintf(w, "  refunds %s\n", t.text())
+	}
+	if why := rep.Verdict.RefundsNotChecked; why != "" {
+		fmt.Fprintf(w, "  %s\n", why)
+	}
 	v := rep.Verdict
 	fmt.Fprintf(w, "verdict (%s; quiet=%v):", strings.Join(v.Sources, "+"), v.Quiet)
 	for _, c := range AllChecks {

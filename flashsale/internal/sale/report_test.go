@@ -31,7 +31,7 @@ func sampleReport(t testing.TB) *Report {
 	}
 	st.Record(OutError, 3*time.Second)
 	st.Error("http_503", `{"type":"about:blank"}`)
-	snap := cleanSnapshot()
+	snap := providerSnapshot()
 	snap.SKUs[0].API.Holds = ptr[int64](1) // something to show among the findings
 	v := Check(snap)
 	rep := &Report{
@@ -94,7 +94,8 @@ func TestReportHTMLIsSelfContained(t *testing.T) {
 		t.Errorf("%d <svg> charts, want %d", tags["svg"], want)
 	}
 	for _, want := range []string{"<polyline", "p99", "sold_out", "lost_units", "FAILED", "stock of FS-A", rep.RunID,
-		"unsettled_payments", "<td>CNY</td><td>598 (4)</td><td>298 (2)</td><td>598 (4)</td><td>200 (1)</td><td>398 (3)</td>"} {
+		"unsettled_payments", "refunds_unsent", "refund_ref_mismatch", "Refunds at the provider",
+		"<td>3</td><td>3</td><td class=\"zero\">0</td><td class=\"zero\">0</td><td>3</td><td>3</td><td>6</td><td>4</td><td>2</td>", "<td>CNY</td><td>598 (4)</td><td>298 (2)</td><td>598 (4)</td><td>200 (1)</td><td>398 (3)</td>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -138,6 +139,8 @@ func TestReportFilesRoundTrip(t *testing.T) {
 	var sum bytes.Buffer
 	rep.WriteSummary(&sum)
 	if !strings.Contains(sum.String(), "FAILED") || !strings.Contains(sum.String(), "lost_units=1") ||
+		!strings.Contains(sum.String(), "refunds_twice_at_provider=0") ||
+		!strings.Contains(sum.String(), "refunds recorded 3 (sent 3, refused 0, unsent 0); at the provider for the run's orders 3, checked 3; provider http://127.0.0.1:8091: requests 6, executed 4, replays 2") ||
 		!strings.Contains(sum.String(), "money CNY: sent 598 (4, wrong amount 298 (2)); recorded: captured 598 (4) = applied 200 (1) + refunded 398 (3) + unsettled 0 (0)") {
 		t.Errorf("summary:\n%s", sum.String())
 	}

@@ -156,15 +156,23 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	}
 	r.setPhase("waiting for quiet")
 	quiet := r.waitQuiet(ctx)
+	r.setPhase("waiting for the refunds to reach the provider")
+	checkProvider, skipped, err := r.awaitProvider(ctx)
 	stopBG()
 	bgWG.Wait()
 	prog.finish()
+	if err != nil {
+		return nil, err
+	}
 
 	// The last reads use their own deadline: an interrupted run still gets its snapshot.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	snap, err := r.snapshot(fctx, quiet)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.readProvider(fctx, &snap, checkProvider, skipped); err != nil {
 		return nil, err
 	}
 	verdict := Check(snap)

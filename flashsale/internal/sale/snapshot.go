@@ -22,6 +22,10 @@ type Snapshot struct {
 	Orders          []OrderSnapshot   `json:"orders"`
 	Payments        []PaymentSnapshot `json:"payments"`
 	DB              *DBSnapshot       `json:"db,omitempty"`
+	// Provider is the refund provider's report, read once no refund of the run was left to send; nil when the
+	// refunds at the provider were not checked (ProviderSkipped says why, unless --provider-check off).
+	Provider        *ProviderReport `json:"provider,omitempty"`
+	ProviderSkipped string          `json:"provider_skipped,omitempty"`
 }
 
 // SKUSnapshot is one SKU: the stock the run set, and the inventory as GET /v1/inventory showed it at the end
@@ -115,7 +119,15 @@ type DBPayment struct {
 	AmountCents int64  `json:"amount_cents"`
 	Currency    string `json:"currency"`
 	Refunded    bool   `json:"refunded"`
+	// RefundSent: the refund was handed to the provider (refund_sent_at set), which named it RefundRef.
+	RefundSent bool   `json:"refund_sent,omitempty"`
+	RefundRef  string `json:"refund_ref,omitempty"`
+	// RefundRefused: the provider refused the refund for good (refund_refused_at set).
+	RefundRefused bool `json:"refund_refused,omitempty"`
 }
+
+// unsent reports whether the payment is a refund still to hand to the provider (neither sent nor refused).
+func (p DBPayment) unsent() bool { return p.Refunded && !p.RefundSent && !p.RefundRefused }
 
 // kept reports whether the payment is money kept for its order.
 func (p DBPayment) kept() bool { return p.Result == string(ordersaga.PaymentApplied) && !p.Refunded }

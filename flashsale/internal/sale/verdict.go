@@ -22,12 +22,23 @@ const (
 	CheckState      = "state_errors"
 	CheckCacheDrift = "cache_drift"
 	CheckOverLimit  = "over_limit_units"
+
+	// The refunds at the provider (verdict_refunds.go), checked when the run reads the provider's report.
+	CheckRefundsUnsent        = "refunds_unsent"
+	CheckRefundsNotAtProvider = "refunds_not_at_provider"
+	CheckRefundsUnknown       = "refunds_unknown_at_provider"
+	CheckRefundsTwice         = "refunds_twice_at_provider"
+	CheckRefundAmountMismatch = "refund_amount_mismatch"
+	CheckRefundRefMismatch    = "refund_ref_mismatch"
+	CheckRefundsRefused       = "refunds_refused"
 )
 
 // Sources of a finding.
 const (
 	SourceAPI = "api"
 	SourceDB  = "db"
+	// SourceProvider: the refund provider's report against the database's payments rows.
+	SourceProvider = "provider"
 )
 
 // Counts are the verdict's figures; every one must be 0.
@@ -58,6 +69,23 @@ type Counts struct {
 	// OverLimitUnits: units of a SKU one user holds beyond the SKU's per-user limit, summed over the users
 	// (RESERVING, AWAITING_PAYMENT and PAID orders count; only when the run set a limit).
 	OverLimitUnits int64 `json:"over_limit_units"`
+	// RefundsUnsent: refunds recorded on the run's orders still neither sent to the provider nor refused by
+	// it after the wait (checked against the provider only).
+	RefundsUnsent int64 `json:"refunds_unsent"`
+	// RefundsNotAtProvider: refunds marked sent whose payment event the provider has no refund for.
+	RefundsNotAtProvider int64 `json:"refunds_not_at_provider"`
+	// RefundsUnknownAtProvider: refunds the provider executed for an order of the run whose event is not a
+	// recorded refund (a kept payment refunded, or an event the database does not have).
+	RefundsUnknownAtProvider int64 `json:"refunds_unknown_at_provider"`
+	// RefundsTwiceAtProvider: a recorded refund that appears more than once in the provider's report (each
+	// one past the first).
+	RefundsTwiceAtProvider int64 `json:"refunds_twice_at_provider"`
+	// RefundAmountMismatch: a refund whose amount or currency at the provider is not the payments row's.
+	RefundAmountMismatch int64 `json:"refund_amount_mismatch"`
+	// RefundRefMismatch: a sent refund whose refund_ref is not the provider's refund_id for its event.
+	RefundRefMismatch int64 `json:"refund_ref_mismatch"`
+	// RefundsRefused: refunds the provider refused for good, as recorded on the run's rows.
+	RefundsRefused int64 `json:"refunds_refused"`
 }
 
 // field is the count of a check (nil for a name that is not one).
@@ -81,6 +109,20 @@ func (c *Counts) field(check string) *int64 {
 		return &c.CacheDrift
 	case CheckOverLimit:
 		return &c.OverLimitUnits
+	case CheckRefundsUnsent:
+		return &c.RefundsUnsent
+	case CheckRefundsNotAtProvider:
+		return &c.RefundsNotAtProvider
+	case CheckRefundsUnknown:
+		return &c.RefundsUnknownAtProvider
+	case CheckRefundsTwice:
+		return &c.RefundsTwiceAtProvider
+	case CheckRefundAmountMismatch:
+		return &c.RefundAmountMismatch
+	case CheckRefundRefMismatch:
+		return &c.RefundRefMismatch
+	case CheckRefundsRefused:
+		return &c.RefundsRefused
 	}
 	return nil
 }
@@ -99,7 +141,8 @@ func (c *Counts) add(check string, n int64) {
 }
 
 // AllChecks lists the checks in report order.
-var AllChecks = []string{CheckOversold, CheckLost, CheckDuplicate, CheckStuck, CheckRefund, CheckUnsettled, CheckState, CheckCacheDrift, CheckOverLimit}
+var AllChecks = []string{CheckOversold, CheckLost, CheckDuplicate, CheckStuck, CheckRefund, CheckUnsettled, CheckState, CheckCacheDrift, CheckOverLimit,
+	CheckRefundsUnsent, CheckRefundsNotAtProvider, CheckRefundsUnknown, CheckRefundsTwice, CheckRefundAmountMismatch, CheckRefundRefMismatch, CheckRefundsRefused}
 
 // Finding is one violation, with what it is about.
 type Finding struct {
@@ -125,6 +168,11 @@ type Verdict struct {
 	Money []MoneyTotals `json:"money"`
 	// UserLimits is what the per-user limit check saw, per source (only when the run set a limit).
 	UserLimits []UserLimitTotals `json:"user_limits,omitempty"`
+	// Refunds is what the check of the refunds at the provider saw (nil when it did not run).
+	Refunds *RefundTotals `json:"refunds,omitempty"`
+	// RefundsNotChecked says why the refunds at the provider were not checked ("" when they were, or when
+	// --provider-check off).
+	RefundsNotChecked string `json:"refunds_not_checked,omitempty"`
 }
 
 // UserLimitTotals is the per-user limit as one source saw it: the units of a SKU each user holds (its
@@ -293,7 +341,13 @@ func Check(s Snapshot) Verdict {
 		j.v.Sources = append(j.v.Sources, SourceDB)
 		j.v.BySource[SourceDB] = Counts{}
 		checkDB(j, s)
+		if s.Provider != nil {
+			j.v.Sources = append(j.v.Sources, SourceProvider)
+			j.v.BySource[SourceProvider] = Counts{}
+			checkRefunds(j, s.DB, s.Provider)
+		}
 	}
+	j.v.RefundsNotChecked = s.ProviderSkipped
 	for _, check := range AllChecks {
 		var most int64
 		for _, c := range j.v.BySource {

@@ -60,10 +60,10 @@ func cleanSnapshot() Snapshot {
 				{OrderID: "o9", Status: ordersaga.StatusRejected, Lines: line(1)},
 			},
 			Payments: []DBPayment{
-				{"evt-o1", "o1", "applied", 200, "CNY", false},
-				{"evt-late-o2", "o2", "refunded", 100, "CNY", true},
-				{"evt-wrong-o1", "o1", "rejected_amount", 199, "CNY", true},
-				{"evt-wrong-o4", "o4", "rejected_amount", 99, "CNY", true},
+				{"evt-o1", "o1", "applied", 200, "CNY", false, false, "", false},
+				{"evt-late-o2", "o2", "refunded", 100, "CNY", true, false, "", false},
+				{"evt-wrong-o1", "o1", "rejected_amount", 199, "CNY", true, false, "", false},
+				{"evt-wrong-o4", "o4", "rejected_amount", 99, "CNY", true, false, "", false},
 			},
 		},
 	}
@@ -98,7 +98,7 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 				s.DB.Stock["A"] = 0
 				s.DB.Ledger = append(s.DB.Ledger, LedgerRow{"o5", "A", "DEDUCT", 9})
 				s.DB.Orders = append(s.DB.Orders, DBOrder{OrderID: "o5", Status: ordersaga.StatusPaid, AmountCents: 900, Currency: "CNY", PayBy: o.PayBy, Lines: line(9)})
-				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-o5", "o5", "applied", 900, "CNY", false})
+				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-o5", "o5", "applied", 900, "CNY", false, false, "", false})
 			},
 			check: CheckOversold, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
 		},
@@ -154,7 +154,7 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 			name: "double refund: a late payment refunded on redelivery",
 			doctor: func(s *Snapshot) {
 				s.Payments[1].Results = []string{"refunded", "refunded"}
-				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-late-o2", "o2", "refunded", 100, "CNY", true})
+				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-late-o2", "o2", "refunded", 100, "CNY", true, false, "", false})
 			},
 			check: CheckRefund, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
 		},
@@ -162,7 +162,7 @@ func TestCheckCatchesDoctoredRuns(t *testing.T) {
 			name: "double refund: a wrong amount refunded twice",
 			doctor: func(s *Snapshot) {
 				s.Payments[2].Results = []string{"rejected_amount", "rejected_amount"}
-				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-wrong-o1", "o1", "rejected_amount", 199, "CNY", true})
+				s.DB.Payments = append(s.DB.Payments, DBPayment{"evt-wrong-o1", "o1", "rejected_amount", 199, "CNY", true, false, "", false})
 			},
 			check: CheckRefund, want: map[string]int64{SourceAPI: 1, SourceDB: 1},
 		},

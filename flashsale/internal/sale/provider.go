@@ -1,0 +1,163 @@
+package sale
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Provider checks (--provider-check).
+const (
+	ProviderCheckAuto = "auto" // check when the provider answers its report, else say it was not checked
+	ProviderCheckOn   = "on"   // check; an unreachable provider is an error
+	ProviderCheckOff  = "off"  // never check
+)
+
+// DefaultProviderURL is the local stack's refund provider (its in-process simulator), when neither
+// --provider nor REFUND_PROVIDER_URL names one.
+const DefaultProviderURL = "http://127.0.0.1:8091"
+
+// providerReportPath is the provider simulator's report (GET; `paysim serve`, internal/refundsim). The tool
+// reads it as JSON over HTTP: its library reaches the stack from outside only.
+const providerReportPath = "/v1/refunds"
+
+// Waits for the refunds of the run to reach the provider after the settle, and for its report.
+const (
+	unsentWait      = 60 * time.Second
+	unsentPoll      = 500 * time.Millisecond
+	providerTimeout = 10 * time.Second
+)
+
+// ProviderReport is what the refund provider reported having executed (the simulator's GET /v1/refunds).
+type ProviderReport struct {
+	URL     string           `json:"url"`
+	Refunds []ProviderRefund `json:"refunds"`
+	Totals  ProviderTotals   `json:"totals"`
+}
+
+// ProviderRefund is one refund the provider executed: one per payment event (its idempotency key), named
+// RefundID, and Requests is how many requests carried its key.
+type ProviderRefund struct {
+	RefundID    string `json:"refund_id"`
+	EventID     string `json:"event_id"`
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+	Requests    int    `json:"requests"`
+}
+
+// ProviderTotals are the provider's figures over every refund request it got (every sale on it).
+type ProviderTotals struct {
+	Requests int64 `json:"requests"`
+	Executed int64 `json:"executed"`
+	Replays  int64 `json:"replays"`
+}
+
+// fetchProviderReport reads the report of the provider at base.
+func fetchProviderReport(ctx context.Context, base string) (*ProviderReport, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), providerTimeout)
+	defer cancel()
+	url := strings.TrimRight(base, "/") + providerReportPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("provider report: %w", err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("provider report: %w", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("provider report: GET %s: %w", url, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("provider report: GET %s: %d", url, res.StatusCode)
+	}
+	rep := &ProviderReport{}
+	if err := json.Unmarshal(body, rep); err != nil || rep.Refunds == nil {
+		return nil, fmt.Errorf("provider report: GET %s: not a refund report (%v)", url, err)
+	}
+	rep.URL = base
+	return rep, nil
+}
+
+// awaitProvider is the settle's last step when the refunds at the provider are checked: it waits (up to
+// unsentWait) until no refund of the run's SKUs is left to send. check says whether to read the provider's
+// report (readProvider, once the database's snapshot is taken); when not, skipped says why (auto: the
+// provider unreachable, or no database). With --provider-check on, either is an error.
+func (r *Runner) awaitProvider(ctx context.Context) (check bool, skipped string, err error) {
+	mode := r.cfg.ProviderCheck
+	if mode == ProviderCheckOff {
+		return false, "", nil
+	}
+	if r.db == nil {
+		if mode == ProviderCheckOn {
+			return false, "", fmt.Errorf("--provider-check on: the refunds at the provider are checked against the payments rows: give --mysql-dsn or --sqlite-path")
+		}
+		return false, "no database: refunds at the provider not checked", nil
+	}
+	if _, err := fetchProviderReport(ctx, r.cfg.ProviderURL); err != nil {
+		if mode == ProviderCheckOn {
+			return false, "", fmt.Errorf("--provider-check on: %w", err)
+		}
+		return false, "provider not reachable: refunds at the provider not checked", nil
+	}
+	return true, "", r.waitRefundsSent(ctx)
+}
+
+// readProvider adds the provider's report to s when check is set, else why it was not checked. It is read
+// after the database's snapshot: a refund the snapshot shows sent was executed before the report was read.
+func (r *Runner) readProvider(ctx context.Context, s *Snapshot, check bool, skipped string) error {
+	s.ProviderSkipped = skipped
+	if !check {
+		return nil
+	}
+	rep, err := fetchProviderReport(ctx, r.cfg.ProviderURL)
+	if err != nil {
+		return fmt.Errorf("--provider %s answered before the wait for the refunds, not after: %w", r.cfg.ProviderURL, err)
+	}
+	s.Provider = rep
+	return nil
+}
+
+// waitRefundsSent polls until no refund of the run's SKUs is left to send, or unsentWait passes (what is left
+// then counts as refunds_unsent).
+func (r *Runner) waitRefundsSent(ctx context.Context) error {
+	deadline := time.Now().Add(unsentWait)
+	for {
+		n, err := r.db.UnsentRefunds(ctx, r.skus)
+		if err != nil {
+			return err
+		}
+		if n == 0 || time.Now().After(deadline) {
+			return nil
+		}
+		r.mu.Lock()
+		r.waiting = fmt.Sprintf("refunds still to reach the provider %d", n)
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(unsentPoll):
+		}
+	}
+}
+
+// UnsentRefunds counts the refunds recorded on the SKUs' orders that are neither sent nor refused.
+func (d *DBReader) UnsentRefunds(ctx context.Context, skus []string) (int64, error) {
+	list, args := in(skus)
+	var n int64
+	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM payments
+		WHERE refunded_at IS NOT NULL AND refund_sent_at IS NULL AND refund_refused_at IS NULL
+		  AND order_id IN (SELECT order_id FROM order_lines WHERE sku IN `+list+`)`, args...).Scan(&n)
+	if err != nil && err != sql.ErrNoRows {
+		return 0, fmt.Errorf("database: count unsent refunds: %w", err)
+	}
+	return n, nil
+}
