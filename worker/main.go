@@ -79,10 +79,18 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err != nil {
 		return err
 	}
+	// The refund sender (REFUND_PROVIDER_URL): its own task queue and Schedule; unset, the log says refunds
+	// are not being sent.
+	stopRefunds, err := platform.StartRefundSender(ctx, c, store, cfg, reg, logger)
+	if err != nil {
+		w.Stop()
+		return err
+	}
+	defer stopRefunds()
 	logger.Info("worker started", "task_queue", workflows.TaskQueue, "namespace", cfg.TemporalNamespace,
 		"temporal", cfg.TemporalAddress, "temporal_tls", cfg.TemporalTLS, "db", store.Dialect(),
 		"concurrency", cfg.WorkerConcurrency, "local_activity_concurrency", cfg.WorkerLocalActivityConcurrency,
-		"metrics", cfg.MetricsAddr)
+		"metrics", cfg.MetricsAddr, "refund_sender", cfg.Refunds.SenderOn())
 	<-ctx.Done()
 	logger.Info("worker stopping: finishing in-flight tasks")
 	w.Stop()

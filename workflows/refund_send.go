@@ -15,7 +15,7 @@ import (
 var refundActs *activities.RefundSender
 
 // RefundSendWorkflow is one run of the refund sender: page after page of the refund outbox (oldest first),
-// it sends each refund to the provider as an activity, Parallel at once, each retried with backoff for up to
+// it sends each refund to the provider as an activity, Parallel at once (a window: as one ends the next starts), each retried with backoff for up to
 // Patience. A refund is marked sent only with the provider's reference, or its permanent refusal recorded; the
 // event ID is the provider's idempotency key, so a send repeated after a crash or a lost answer is answered
 // with the first refund. When a send still fails after its patience (the provider is down), the run lets the
@@ -48,33 +48,41 @@ func RefundSendWorkflow(ctx workflow.Context, in RefundSendInput) (RefundSendRes
 		if err != nil {
 			return res, fmt.Errorf("read the refund outbox: %w", err)
 		}
-		for start := 0; start < len(page); start += parallel {
-			chunk := page[start:min(start+parallel, len(page))]
-			futures := make([]workflow.Future, len(chunk))
-			for i, p := range chunk {
-				futures[i] = workflow.ExecuteActivity(sendCtx, refundActs.SendRefund, p)
-			}
-			for i, f := range futures {
-				var out refunds.Outcome
-				if err := f.Get(ctx, &out); err != nil {
-					res.Deferred++
-					res.LastError = err.Error()
-					workflow.GetLogger(ctx).Warn("refund deferred to the next run", "event_id", chunk[i].EventID, "error", err)
-					continue
-				}
-				switch {
-				case out.Refused:
-					res.Refused++
-				default:
+		// A window of Parallel sends: as one ends the next starts, so a slow or retried send holds up one
+		// place, not the page. A send that failed past its patience stops the run once the window drains.
+		sel := workflow.NewSelector(ctx)
+		inFlight, next := 0, 0
+		for next < len(page) || inFlight > 0 {
+			for inFlight < parallel && next < len(page) && res.Deferred == 0 {
+				p := page[next]
+				next++
+				inFlight++
+				sel.AddFuture(workflow.ExecuteActivity(sendCtx, refundActs.SendRefund, p), func(f workflow.Future) {
+					inFlight--
+					var out refunds.Outcome
+					if err := f.Get(ctx, &out); err != nil {
+						res.Deferred++
+						res.LastError = err.Error()
+						workflow.GetLogger(ctx).Warn("refund deferred to the next run", "event_id", p.EventID, "error", err)
+						return
+					}
+					if out.Refused {
+						res.Refused++
+						return
+					}
 					res.Sent++
 					if out.Replayed {
 						res.Replayed++
 					}
-				}
+				})
 			}
-			if res.Deferred > 0 {
-				return res, nil
+			if inFlight == 0 {
+				break
 			}
+			sel.Select(ctx)
+		}
+		if res.Deferred > 0 {
+			return res, nil
 		}
 		if len(page) < pageSize {
 			break

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,11 +38,24 @@ func EnsureCleanupSchedule(ctx context.Context, c client.Client, interval time.D
 	}, interval)
 }
 
-// scheduleOf is one of the process's Schedules: its ID, the workflow it starts and that workflow's input.
+// EnsureRefundSchedule creates or updates, like EnsureSchedule, the refund sender's Schedule
+// (workflows.RefundSendScheduleID): RefundSendWorkflow every interval on workflows.RefundTaskQueue, overlap
+// SKIP. The worker that has a refund provider ensures it at start.
+func EnsureRefundSchedule(ctx context.Context, c client.Client, interval time.Duration, in workflows.RefundSendInput) error {
+	return ensureSchedule(ctx, c, scheduleOf{
+		id: workflows.RefundSendScheduleID, what: "refund sender", workflow: workflows.RefundSendWorkflow,
+		input: in, taskQueue: workflows.RefundTaskQueue,
+		memo: "ordersaga refund sender: sends the recorded refunds to the payment provider (REFUND_PROVIDER_URL)",
+	}, interval)
+}
+
+// scheduleOf is one of the process's Schedules: its ID, the workflow it starts and that workflow's input, on
+// taskQueue (empty: workflows.TaskQueue).
 type scheduleOf struct {
 	id, what, memo string
 	workflow       any
 	input          any
+	taskQueue      string
 }
 
 func ensureSchedule(ctx context.Context, c client.Client, s scheduleOf, interval time.Duration) error {
@@ -53,7 +67,7 @@ func ensureSchedule(ctx context.Context, c client.Client, s scheduleOf, interval
 		ID:        s.id,
 		Workflow:  s.workflow,
 		Args:      []any{s.input},
-		TaskQueue: workflows.TaskQueue,
+		TaskQueue: cmp.Or(s.taskQueue, workflows.TaskQueue),
 		// A run never takes longer than a few intervals; a stuck one is cut off and the next starts.
 		WorkflowExecutionTimeout: max(10*interval, 10*time.Minute),
 	}
