@@ -3,8 +3,8 @@ package platform_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
