@@ -79,6 +79,50 @@ func TestShort(t *testing.T) {
 	}
 }
 
+// TestRefundKill runs the refund-kill scenario on the real services, with the refund provider simulator as a
+// process of its own (`paysim serve`, which the workers' refund senders call over HTTP): a worker killed at
+// refund-after-send (between the provider's answer and the refund's mark) and restarted, then the provider
+// blackholed for 10 s, with the load paying orders twice and with wrong amounts. Every refund recorded must be
+// at the provider once, for its amount and currency, under the row's reference, none unsent; the killed
+// refund must have been sent again and executed once; and the saga's invariants hold.
+func TestRefundKill(t *testing.T) {
+	if os.Getenv("MYSQL_DSN") == "" {
+		t.Skip("MYSQL_DSN is not set: the chaos run needs a real MySQL/MariaDB (and redis-server, or CHAOS_REDIS_ADDR)")
+	}
+	if testing.Short() {
+		t.Skip("-short: the chaos run takes minutes")
+	}
+	if _, skip, err := shortPreflight(os.Getenv, exec.LookPath, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	} else if skip != "" {
+		t.Skip(skip)
+	}
+	sc, _ := defaultScenario("refund-kill")
+	sc.Dir = t.TempDir()
+	start := time.Now()
+	res, err := runScenario(t.Context(), sc, testWriter{t})
+	if err != nil {
+		t.Fatalf("chaos run: %v", err)
+	}
+	t.Logf("%s (%s)", res.Line(), time.Since(start).Round(time.Second))
+	for _, k := range invariantCounters {
+		if res.counters[k] != 0 {
+			t.Errorf("%s = %d, want 0", k, res.counters[k])
+		}
+	}
+	for _, kind := range []string{"worker_kill_refund-after-send", "provider_blackhole_10s"} {
+		if res.counters["faults_"+kind] == 0 {
+			t.Errorf("faults_%s = 0: the run must inject one", kind)
+		}
+	}
+	if res.counters["refund_kills"] == 0 || res.counters["refunds_checked"] < 10 {
+		t.Errorf("refund_kills %d, refunds_checked %d: want a kill and tens of refunds checked", res.counters["refund_kills"], res.counters["refunds_checked"])
+	}
+	if !res.OK() {
+		t.Logf("report:\n%s", res.report)
+	}
+}
+
 // shortPreflight decides what the short run can do on this machine: restart a MariaDB server of its own
 // (ownMySQL) when mariadb finds its binaries, and start a Redis of its own unless CHAOS_REDIS_ADDR names one.
 // Under CI=true (.ci/run exports it) a missing binary is an error: skipped there, the faults it serves would

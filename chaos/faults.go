@@ -36,10 +36,15 @@ type recorder struct {
 	recovery map[string]time.Duration
 	leaked   int64            // API kills whose admission counts were not freed in time
 	victims  map[string]int64 // order -> worker kills in its middle
+	// refundVictims are the payment events whose refund a worker kill at killpoint.RefundAfterSend hit: the
+	// provider had executed it, the row did not say so yet.
+	refundVictims    map[string]int64
+	blackholesUnseen int64 // provider blackholes during which no refund request reached the provider
 }
 
 func newRecorder() *recorder {
-	return &recorder{injected: map[string]int64{}, armed: map[string]int64{}, recovery: map[string]time.Duration{}, victims: map[string]int64{}}
+	return &recorder{injected: map[string]int64{}, armed: map[string]int64{}, recovery: map[string]time.Duration{}, victims: map[string]int64{},
+		refundVictims: map[string]int64{}}
 }
 
 // victim records an order a worker kill hit.
@@ -49,11 +54,25 @@ func (r *recorder) victim(order string) {
 	r.victims[order]++
 }
 
-// spareList is the orders killed so far, for killpoint.EnvSpare.
+// refundVictim records a payment event whose refund a worker kill hit after the provider's answer.
+func (r *recorder) refundVictim(event string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refundVictims[event]++
+}
+
+// refundVictimList is the events whose refund a kill hit, sorted.
+func (r *recorder) refundVictimList() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.refundVictims))
+}
+
+// spareList is the orders (and refunds' payment events) killed so far, for killpoint.EnvSpare.
 func (r *recorder) spareList() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return strings.Join(slices.Sorted(maps.Keys(r.victims)), ",")
+	return strings.Join(slices.Concat(slices.Sorted(maps.Keys(r.victims)), slices.Sorted(maps.Keys(r.refundVictims))), ",")
 }
 
 func (r *recorder) count(kind string) {
@@ -87,6 +106,13 @@ func (r *recorder) neverHit() []string {
 		}
 	}
 	return out
+}
+
+// unseen records a provider blackhole that held no refund request: it tested nothing.
+func (r *recorder) unseen() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.blackholesUnseen++
 }
 
 func (r *recorder) miss() {
@@ -143,6 +169,10 @@ func (f workerKill) Inject(ctx context.Context) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s: %w", w.name, err)
+	case order != "" && w.killedBySIGKILL() && f.point == killpoint.RefundAfterSend: // its kill line names the payment event
+		f.rec.count(f.Name())
+		f.rec.refundVictim(order)
+		fmt.Fprintf(f.t.log, "chaos: %s killed at %s (hit %d) in the refund of event %s\n", w.name, f.point, after, order)
 	case order != "" && w.killedBySIGKILL(): // its own kill line, written just before its own SIGKILL
 		f.rec.count(f.Name())
 		f.rec.victim(order)

@@ -25,9 +25,19 @@ const (
 	fateExpire
 )
 
+// How an order to pay is paid: once; twice, with two event IDs (the second is refunded: the order is PAID by
+// another event); or first a payment of the wrong amount (refunded: rejected_amount), then the right one.
+// Two in three orders to pay make a refund, so that every run records tens of them for the refund sender.
+const (
+	payOnce = iota
+	payTwice
+	payWrongFirst
+	payKinds
+)
+
 // counts are the load's figures, updated by many goroutines.
 type counts struct {
-	placed, accepted, soldOut, paid, refunded, duplicate, cancelled, expireLeft, retries, gaveUp, badAnswers atomic.Int64
+	placed, accepted, soldOut, paid, refunded, rejectedAmount, duplicate, cancelled, expireLeft, retries, gaveUp, badAnswers atomic.Int64
 }
 
 // load places orders through both APIs, round-robin, and pays, cancels or leaves each accepted order to
@@ -95,7 +105,16 @@ func (l *load) order(ctx context.Context, i int64) {
 	}
 	switch fate(rand.IntN(10)) % 3 {
 	case fatePay:
-		l.pay(ctx, key, ord)
+		switch rand.IntN(payKinds) {
+		case payTwice:
+			l.pay(ctx, "evt-"+key, ord, ord.AmountCents)
+			l.pay(ctx, "evt2-"+key, ord, ord.AmountCents)
+		case payWrongFirst:
+			l.pay(ctx, "evtw-"+key, ord, ord.AmountCents-1)
+			l.pay(ctx, "evt-"+key, ord, ord.AmountCents)
+		default:
+			l.pay(ctx, "evt-"+key, ord, ord.AmountCents)
+		}
 	case fateCancel:
 		l.cancel(ctx, ord.OrderID)
 	default:
@@ -179,10 +198,10 @@ func (l *load) recordAccepted(key, orderID string) {
 	l.accepted[orderID] = key
 }
 
-// pay delivers a signed payment event for the order's amount (signed afresh at each attempt).
-func (l *load) pay(ctx context.Context, key string, o placed) {
-	body, _ := json.Marshal(map[string]any{"event_id": "evt-" + key, "order_id": o.OrderID,
-		"amount_cents": o.AmountCents, "currency": "CNY", "status": "succeeded"})
+// pay delivers a signed payment event of amount for the order (signed afresh at each attempt).
+func (l *load) pay(ctx context.Context, eventID string, o placed, amount int64) {
+	body, _ := json.Marshal(map[string]any{"event_id": eventID, "order_id": o.OrderID,
+		"amount_cents": amount, "currency": "CNY", "status": "succeeded"})
 	l.untilAnswered(ctx, func() (int, []byte, error) {
 		hdr := map[string]string{webhook.Header: webhook.Sign(time.Now(), body, webhookSecret)}
 		return l.post(ctx, "/v1/payments/webhook", body, hdr)
@@ -195,7 +214,9 @@ func (l *load) pay(ctx context.Context, key string, o placed) {
 		case r.Result == "applied":
 			l.c.paid.Add(1)
 		case r.Result == "refunded":
-			l.c.refunded.Add(1) // late: the order expired first
+			l.c.refunded.Add(1) // the order expired, was cancelled or PAID by another event first
+		case r.Result == "rejected_amount":
+			l.c.rejectedAmount.Add(1) // the wrong amount, refunded
 		case r.Result == "duplicate":
 			l.c.duplicate.Add(1) // an earlier delivery, whose answer was lost (its API died), was recorded
 		default:

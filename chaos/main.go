@@ -2,12 +2,14 @@
 // APIs, two workers, on the real MariaDB/MySQL of MYSQL_DSN and a Redis) and injects process faults while
 // clients place, pay and cancel orders through both APIs; then it lets the system settle and checks the
 // invariants (internal/invariants, with each order line's ledger units against its status, plus: no order
-// stuck, no accepted order lost, no second order for an Idempotency-Key). Each scenario prints one line starting with "RESULT "
+// stuck, no accepted order lost, no second order for an Idempotency-Key; every refund recorded is at the refund
+// provider, a `paysim serve` of the run's own, exactly once). Each scenario prints one line starting with "RESULT "
 // and exits non-zero when an invariant counter is not zero.
 //
 //	go run ./chaos worker-kill      [-kills 50] [-orders 100]
 //	go run ./chaos api-kill         [-kills 3]  [-orders 100]
 //	go run ./chaos temporal-restart [-kills 3]  [-orders 100]
+//	go run ./chaos refund-kill      [-kills 1]  [-orders 100]
 //	go run ./chaos soak             [-orders 10000] [-duration 10m]
 //	go run ./chaos short            (what the test runs: one fault of each kind, a few hundred orders)
 //
@@ -40,7 +42,7 @@ func signalContext() context.Context {
 // when one is not, 2 on a usage or set-up error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: chaos worker-kill|api-kill|temporal-restart|soak|short [flags]")
+		fmt.Fprintln(stderr, "usage: chaos worker-kill|api-kill|temporal-restart|refund-kill|soak|short [flags]")
 		return 2
 	}
 	if args[0] == "temporal-server" {
@@ -71,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseScenario(name string, args []string, stderr io.Writer) (scenario, error) {
 	sc, ok := defaultScenario(name)
 	if !ok {
-		return scenario{}, fmt.Errorf("unknown subcommand %q: want worker-kill, api-kill, temporal-restart, soak or short", name)
+		return scenario{}, fmt.Errorf("unknown subcommand %q: want worker-kill, api-kill, temporal-restart, refund-kill, soak or short", name)
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

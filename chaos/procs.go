@@ -131,19 +131,19 @@ func (p *proc) running() bool {
 	}
 }
 
-// buildBinaries builds the starter and worker commands once into dir.
-func buildBinaries(ctx context.Context, dir string) (starter, worker string, err error) {
+// buildBinaries builds the starter, worker and paysim commands once into dir.
+func buildBinaries(ctx context.Context, dir string) (starter, worker, paysim string, err error) {
 	root, err := moduleRoot()
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	starter, worker = filepath.Join(dir, "starter"), filepath.Join(dir, "worker")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./starter", "./worker")
+	starter, worker, paysim = filepath.Join(dir, "starter"), filepath.Join(dir, "worker"), filepath.Join(dir, "paysim")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./starter", "./worker", "./paysim")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("go build ./starter ./worker: %w\n%s", err, out)
+		return "", "", "", fmt.Errorf("go build ./starter ./worker ./paysim: %w\n%s", err, out)
 	}
-	return starter, worker, nil
+	return starter, worker, paysim, nil
 }
 
 // moduleRoot is the directory of go.mod, found from the working directory upwards.

@@ -45,6 +45,8 @@ func defaultScenario(name string) (scenario, bool) {
 		sc.Orders, sc.Duration = 10000, 10*time.Minute
 	case "short":
 		sc.Kills, sc.Orders = 1, 100
+	case "refund-kill":
+		sc.Kills, sc.Orders = 1, 100
 	default:
 		return scenario{}, false
 	}
@@ -160,6 +162,8 @@ func (r *runState) phases() []phase {
 		return []phase{r.temporalRestarts}
 	case "soak":
 		return []phase{r.soak}
+	case "refund-kill":
+		return []phase{r.refundFaults}
 	default: // short: one of each
 		return []phase{r.workerKills, r.apiKills, r.temporalRestarts, r.storeFaultsOnce}
 	}
@@ -193,6 +197,31 @@ func (r *runState) workerKills(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// refundFaults, with the load making refunds: Kills times a worker armed at killpoint.RefundAfterSend (it dies
+// between the provider's answer and the refund's mark, and is restarted), then the refund provider
+// blackholed for 10 s; the verdict checks every refund at the provider once (refundCounts).
+func (r *runState) refundFaults(ctx context.Context) error {
+	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
+		kill := r.refundKill()
+		for range r.sc.Kills {
+			if err := kill.Inject(ctx); err != nil {
+				return fmt.Errorf("%s: %w", kill.Name(), err)
+			}
+		}
+		return r.providerBlackhole().Inject(ctx)
+	})
+}
+
+// refundKill is a worker kill at killpoint.RefundAfterSend (not in killpoint.Points: the saga's).
+func (r *runState) refundKill() workerKill {
+	return workerKill{t: r.t, rec: r.rec, point: killpoint.RefundAfterSend, limit: 90 * time.Second, rekill: r.sc.Rekill}
+}
+
+// providerBlackhole holds every refund request at the run's provider for 10 s.
+func (r *runState) providerBlackhole() providerBlackhole {
+	return providerBlackhole{t: r.t, rec: r.rec, d: 10 * time.Second}
 }
 
 // apiKills: Kills times, a burst of orders, an API killed a second into it, the burst's clients finishing
@@ -262,10 +291,11 @@ func (r *runState) phaseOrders() int {
 	return max(1, r.sc.Orders/len(r.phases()))
 }
 
-// soakFaults are the faults the soak draws from: the process faults and the store faults (storefaults.go).
+// soakFaults are the faults the soak draws from: the process faults, the refund faults (a worker killed after
+// the provider's answer, the provider blackholed) and the store faults (storefaults.go).
 func (r *runState) soakFaults() []fault {
 	fs := []fault{apiKill{t: r.t, rec: r.rec, restartAfter: 2 * time.Second},
-		r.temporalRestart()}
+		r.temporalRestart(), r.refundKill(), r.providerBlackhole()}
 	for _, p := range killpoint.Points {
 		fs = append(fs, workerKill{t: r.t, rec: r.rec, point: p, limit: 90 * time.Second, rekill: r.sc.Rekill})
 	}

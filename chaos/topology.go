@@ -25,6 +25,14 @@ import (
 const (
 	webhookSecret = "chaos-webhook-secret"
 	adminToken    = "chaos-admin-token"
+	refundSecret  = "chaos-refund-secret"
+)
+
+// The refund sender's settings of the run's workers: a refund recorded now is sent within about a second,
+// and a provider that does not answer (the blackhole) is given up on after 3 s and asked again.
+const (
+	refundSendInterval = time.Second
+	refundTimeout      = 3 * time.Second
 )
 
 // paymentTimeout is ORDER_PAYMENT_TIMEOUT of the run: short, so that unpaid orders expire during it.
@@ -43,6 +51,8 @@ type topology struct {
 	apis     []*proc
 	apiURLs  []string
 	workers  []*proc
+	paysim   *proc  // the refund provider simulator (`paysim serve`)
+	provider string // its base URL, the workers' REFUND_PROVIDER_URL
 	redisSrv *proc  // nil when CHAOS_REDIS_ADDR names an external Redis
 	mysqlSrv *proc  // the run's own MariaDB (-own-mysql); nil on MYSQL_DSN's server
 	mysqlDSN string // the server's DSN without a database: MYSQL_DSN, or the own server's
@@ -55,14 +65,14 @@ type topology struct {
 }
 
 // startTopology builds the binaries, creates the run's database (on a MariaDB server of its own when ownMySQL
-// is set), starts Redis (unless CHAOS_REDIS_ADDR is set), the Temporal server, two workers and two APIs, and
-// waits until each one serves.
+// is set), starts Redis (unless CHAOS_REDIS_ADDR is set), the Temporal server, the refund provider simulator,
+// two workers (each sending refunds to the simulator) and two APIs, and waits until each one serves.
 func startTopology(ctx context.Context, dir string, ownMySQL bool, log io.Writer) (*topology, error) {
 	t := &topology{dir: dir, log: log, mysqlDSN: os.Getenv("MYSQL_DSN")}
 	if t.mysqlDSN == "" {
 		t.mysqlDSN = "root@tcp(127.0.0.1:3306)/"
 	}
-	steps := []func(context.Context) error{t.build, t.createDatabase, t.startRedis, t.openStores, t.startTemporal, t.startWorkers, t.startAPIs}
+	steps := []func(context.Context) error{t.build, t.createDatabase, t.startRedis, t.openStores, t.startTemporal, t.startPaysim, t.startWorkers, t.startAPIs}
 	if ownMySQL {
 		steps = append([]func(context.Context) error{t.startMySQL}, steps...)
 	}
@@ -75,13 +85,13 @@ func startTopology(ctx context.Context, dir string, ownMySQL bool, log io.Writer
 	return t, nil
 }
 
-// build builds the starter and worker binaries into the run's directory.
+// build builds the starter, worker and paysim binaries into the run's directory.
 func (t *topology) build(ctx context.Context) error {
 	start := time.Now()
-	if _, _, err := buildBinaries(ctx, t.dir); err != nil {
+	if _, _, _, err := buildBinaries(ctx, t.dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(t.log, "chaos: built starter and worker in %s\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(t.log, "chaos: built starter, worker and paysim in %s\n", time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -269,10 +279,41 @@ func (t *topology) restartTemporal(ctx context.Context) error {
 	return waitTCP(ctx, "127.0.0.1:"+strconv.Itoa(t.tport), t.temporal, 90*time.Second)
 }
 
+// startPaysim starts the refund provider simulator (`paysim serve`, its secret from the environment: not on
+// its command line) on a free port and waits until it listens.
+func (t *topology) startPaysim(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	t.provider = "http://" + addr
+	t.paysim = &proc{name: "paysim", bin: filepath.Join(t.dir, "paysim"), log: filepath.Join(t.dir, "paysim.log"),
+		args: []string{"serve", "-addr", addr}, env: []string{"REFUND_PROVIDER_SECRET=" + refundSecret}}
+	if err := t.paysim.start(); err != nil {
+		return err
+	}
+	if err := waitTCP(ctx, addr, t.paysim, 30*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(t.log, "chaos: refund provider simulator on %s\n", t.provider)
+	return nil
+}
+
+// workerEnvMap is a worker's environment: the common one and the refund sender's, to the run's simulator.
+func (t *topology) workerEnvMap() map[string]string {
+	m := t.commonEnvMap()
+	m["REFUND_PROVIDER_URL"] = t.provider
+	m["REFUND_PROVIDER_SECRET"] = refundSecret
+	m["REFUND_SEND_INTERVAL"] = refundSendInterval.String()
+	m["REFUND_PROVIDER_TIMEOUT"] = refundTimeout.String()
+	return m
+}
+
 // startWorkers starts two worker processes.
 func (t *topology) startWorkers(ctx context.Context) error {
 	bin := filepath.Join(t.dir, "worker")
-	env := envList(t.commonEnvMap())
+	env := envList(t.workerEnvMap())
 	for i := range 2 {
 		w := &proc{name: fmt.Sprintf("worker-%d", i), bin: bin, env: env, log: filepath.Join(t.dir, fmt.Sprintf("worker-%d.log", i))}
 		if err := w.start(); err != nil {
@@ -325,6 +366,9 @@ func (t *topology) shutdown(dropDB bool) {
 	}
 	if t.temporal != nil {
 		t.temporal.stop(10 * time.Second)
+	}
+	if t.paysim != nil {
+		t.paysim.stop(10 * time.Second)
 	}
 	if t.redisSrv != nil {
 		t.redisSrv.stop(5 * time.Second)

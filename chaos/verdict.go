@@ -26,10 +26,13 @@ type result struct {
 	loadTime time.Duration
 }
 
-// invariantCounters are the counters that must be zero. kill_points_never_hit is not the system's: a kill point
-// armed and never reached is a run that did not test what it reports.
-var invariantCounters = []string{"oversold", "lost", "duplicate_deducts", "double_refunds", "line_ledger_faults", "duplicate_orders",
-	"stuck", "drift", "violations", "admission_leaked", "bad_answers", "gave_up", "kill_points_never_hit"}
+// invariantCounters are the counters that must be zero: the saga's and the refunds' (refundCounters).
+// kill_points_never_hit and blackholes_unseen are not the system's: a kill point armed and never reached, or a
+// provider blackhole no refund request met, is a run that did not test what it reports.
+var invariantCounters = slices.Concat([]string{"oversold", "lost", "duplicate_deducts", "double_refunds", "line_ledger_faults",
+	"duplicate_orders", "stuck", "drift", "violations", "admission_leaked", "bad_answers", "gave_up", "kill_points_never_hit",
+	"blackholes_unseen"},
+	refundCounters)
 
 // OK reports whether every invariant counter is zero.
 func (r result) OK() bool {
@@ -71,6 +74,9 @@ func (r *runState) verdict(ctx context.Context, expected map[string]int64) (resu
 	if err := r.storeCounters(ctx, c); err != nil {
 		return res, err
 	}
+	if err := r.refundCounts(ctx, c); err != nil {
+		return res, err
+	}
 	if !res.OK() {
 		fmt.Fprintf(r.log, "chaos: invariants after settling:\n%s", res.report)
 	}
@@ -107,6 +113,7 @@ func (r *runState) loadCounters(c map[string]int64) {
 	c["sold_out"] = l.c.soldOut.Load()
 	c["paid"] = l.c.paid.Load()
 	c["pay_refunded"] = l.c.refunded.Load()
+	c["pay_rejected_amount"] = l.c.rejectedAmount.Load()
 	c["pay_duplicate"] = l.c.duplicate.Load()
 	c["cancelled"] = l.c.cancelled.Load()
 	c["left_to_expire"] = l.c.expireLeft.Load()
@@ -139,6 +146,7 @@ func (r *runState) faultCounters(c map[string]int64) {
 		}
 	}
 	c["admission_leaked"] = r.rec.leaked
+	c["blackholes_unseen"] = r.rec.blackholesUnseen
 }
 
 // waitFinal waits until no order in the database is RESERVING or AWAITING_PAYMENT (what is left is stuck).
