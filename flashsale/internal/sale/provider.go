@@ -2,7 +2,6 @@ package sale
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -156,7 +155,7 @@ func (d *DBReader) UnsentRefunds(ctx context.Context, skus []string) (int64, err
 	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM payments
 		WHERE refunded_at IS NOT NULL AND refund_sent_at IS NULL AND refund_refused_at IS NULL
 		  AND order_id IN (SELECT order_id FROM order_lines WHERE sku IN `+list+`)`, args...).Scan(&n)
-	if err != nil && err != sql.ErrNoRows {
+	if err != nil {
 		return 0, fmt.Errorf("database: count unsent refunds: %w", err)
 	}
 	return n, nil
