@@ -52,6 +52,11 @@ func printBanner(w io.Writer, s *stack) {
 	} else {
 		row("Data directory", "none: --ephemeral keeps everything in memory")
 	}
+	if s.opts.externalProvider {
+		row("Refund provider", cfg.Refunds.ProviderURL+" (REFUND_PROVIDER_URL)")
+	} else {
+		row("Refund provider", cfg.Refunds.ProviderURL+" (simulator; its ledger: go run ./paysim refunds)")
+	}
 	row("Webhook secret", strings.Join(cfg.PaymentWebhookSecrets, ",")+"   (PAYMENT_WEBHOOK_SECRET)")
 	row("Admin token", cfg.AdminToken+"   (ADMIN_TOKEN)")
 	row("Payment timeout", cfg.PaymentTimeout.String()+"   (ORDER_PAYMENT_TIMEOUT)")

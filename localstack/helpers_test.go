@@ -18,7 +18,7 @@ import (
 
 // ports are the listeners of one stack, on free ports.
 type ports struct {
-	http, temporal, ui, redis int
+	http, temporal, ui, redis, provider int
 }
 
 // freePorts picks the stack's ports below the ephemeral range: the tests restart the stack on the same
@@ -30,6 +30,7 @@ func freePorts(tb testing.TB) ports {
 		temporal: testenv.StablePort(tb, localIP),
 		ui:       testenv.StablePort(tb, localIP),
 		redis:    testenv.StablePort(tb, localIP),
+		provider: testenv.StablePort(tb, localIP),
 	}
 }
 
@@ -38,7 +39,8 @@ func (p ports) args(dataDir string) []string {
 		"--http-addr", fmt.Sprintf("%s:%d", localIP, p.http),
 		"--temporal-port", strconv.Itoa(p.temporal),
 		"--ui-port", strconv.Itoa(p.ui),
-		"--redis-port", strconv.Itoa(p.redis)}
+		"--redis-port", strconv.Itoa(p.redis),
+		"--provider-port", strconv.Itoa(p.provider)}
 }
 
 // storeEnv points the stack at the real MySQL and Redis when the tests run against them (CI's second pass),

@@ -13,6 +13,8 @@ import (
 
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/devserver"
+	"github.com/ordersaga/ordersaga/internal/refundsim"
 )
 
 // Development credentials of the local stack, printed at start. Outside it a missing secret or token is a
@@ -32,6 +34,7 @@ const (
 	flagTemporalPort = "temporal-port"
 	flagUIPort       = "ui-port"
 	flagRedisPort    = "redis-port"
+	flagProviderPort = "provider-port"
 )
 
 // options is the command line and the environment, validated.
@@ -41,12 +44,16 @@ type options struct {
 	temporalPort int
 	uiPort       int
 	redisPort    int
+	providerPort int
 	demo         bool
 	// pprofAddr serves net/http/pprof when set (--pprof-addr), to see where a load's time goes.
 	pprofAddr string
 	// externalTemporal and externalRedis are set when TEMPORAL_ADDRESS / REDIS_ADDR point at real servers.
 	externalTemporal bool
 	externalRedis    bool
+	// externalProvider is set when REFUND_PROVIDER_URL points at a real refund provider (or a simulator of
+	// one's own); else the stack serves the refund provider simulator on providerPort.
+	externalProvider bool
 	// cfg is what the worker and the API read, with the local stack's defaults filled in.
 	cfg config.Config
 }
@@ -59,8 +66,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		fmt.Fprintf(fs.Output(), `Usage: go run ./localstack [flags]
 
 Runs ordersaga on this machine in one process: Temporal server and UI, Redis, the database, the worker, the
-order API and the reconciliation Schedule. Environment variables (README, "Configuration") choose real Redis
-(REDIS_ADDR), MySQL (MYSQL_DSN) or Temporal (TEMPORAL_ADDRESS) instead of the embedded ones.
+order API, the reconciliation Schedule, and the refund sender with a refund provider simulator. Environment
+variables (README, "Configuration") choose real Redis (REDIS_ADDR), MySQL (MYSQL_DSN), Temporal
+(TEMPORAL_ADDRESS) or refund provider (REFUND_PROVIDER_URL) instead of the embedded ones.
 
 Flags:
 `)
@@ -76,6 +84,7 @@ Flags:
 	fs.IntVar(&o.temporalPort, flagTemporalPort, 7233, "`port` of the in-process Temporal server's frontend (gRPC)")
 	fs.IntVar(&o.uiPort, flagUIPort, 8233, "`port` of the Temporal UI")
 	fs.IntVar(&o.redisPort, flagRedisPort, 6380, "`port` of the embedded Redis (unused with REDIS_ADDR)")
+	fs.IntVar(&o.providerPort, flagProviderPort, 8091, "`port` of the refund provider simulator the refund sender sends to (unused with REFUND_PROVIDER_URL)")
 	fs.BoolVar(&o.demo, "demo", true, "create the demo SKUs when the inventory is empty")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "`host:port` to serve Go's profiler on (/debug/pprof/; off when empty), e.g. during a flash sale: go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=10")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -84,7 +93,8 @@ Flags:
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
 	}
-	for name, port := range map[string]int{flagTemporalPort: o.temporalPort, flagUIPort: o.uiPort, flagRedisPort: o.redisPort} {
+	for name, port := range map[string]int{flagTemporalPort: o.temporalPort, flagUIPort: o.uiPort, flagRedisPort: o.redisPort,
+		flagProviderPort: o.providerPort} {
 		if port < 1 || port > 65535 {
 			return o, fmt.Errorf("--%s=%d: want a port between 1 and 65535", name, port)
 		}
@@ -100,6 +110,7 @@ Flags:
 	}
 	o.externalTemporal = strings.TrimSpace(getenv("TEMPORAL_ADDRESS")) != ""
 	o.externalRedis = strings.TrimSpace(getenv("REDIS_ADDR")) != ""
+	o.externalProvider = strings.TrimSpace(getenv("REFUND_PROVIDER_URL")) != ""
 
 	// The local stack's defaults, under whatever the environment sets.
 	defaults := map[string]string{
@@ -109,6 +120,11 @@ Flags:
 		"ADMIN_TOKEN":            devAdminToken,
 		"TEMPORAL_ADDRESS":       fmt.Sprintf("%s:%d", localIP, o.temporalPort),
 		"REDIS_ADDR":             fmt.Sprintf("%s:%d", localIP, o.redisPort),
+		// The refund sender sends to the in-process simulator, often enough that the tour sees a refund
+		// reach it within seconds.
+		"REFUND_PROVIDER_URL":    "http://" + devserver.HostPort(localIP, o.providerPort),
+		"REFUND_PROVIDER_SECRET": refundsim.LocalStackSecret,
+		"REFUND_SEND_INTERVAL":   "2s",
 	}
 	if o.dataDir != "" {
 		defaults["SQLITE_PATH"] = filepath.Join(o.dataDir, "ordersaga.db")

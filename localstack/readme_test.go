@@ -107,11 +107,11 @@ func steps(blocks []string) []step {
 	return out
 }
 
-// TestREADMEQuickStart runs the README's run command and its five-minute tour as written, with three
+// TestREADMEQuickStart runs the README's run command and its five-minute tour as written, with four
 // substitutions: the local stack and the ports it listens on (free ones, so the test runs beside anything),
-// and the Temporal address of the reconcile command (which defaults to the local stack's usual port); the
-// payment simulator finds the API through HTTP_ADDR, as it would beside a stack started with it. Then it runs
-// the curl the stack printed for a first order.
+// the Temporal address of the reconcile command and the provider of `paysim refunds` (which default to the
+// local stack's usual ports); the payment simulator finds the API through HTTP_ADDR, as it would beside a
+// stack started with it. Then it runs the curl the stack printed for a first order.
 func TestREADMEQuickStart(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
@@ -140,6 +140,7 @@ func TestREADMEQuickStart(t *testing.T) {
 		"127.0.0.1:8080", api,
 		"127.0.0.1:8233", ui,
 		"go run ./reconcile", fmt.Sprintf("TEMPORAL_ADDRESS=%s:%d go run ./reconcile", localIP, p.temporal),
+		"go run ./paysim refunds", fmt.Sprintf("go run ./paysim refunds -provider http://%s:%d", localIP, p.provider),
 	)
 
 	// The script: the run command first (as the user does in the first terminal), then the tour, each

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,6 +21,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/devserver"
 	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/refundsim"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -98,6 +101,9 @@ func start(ctx context.Context, opts options, logOut io.Writer) (_ *stack, err e
 	if err := s.startTemporal(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.startProvider(); err != nil {
+		return nil, err
+	}
 	if err := s.startWorker(ctx); err != nil {
 		return nil, err
 	}
@@ -140,6 +146,9 @@ func (s *stack) checkPorts() error {
 	}
 	if !o.externalRedis {
 		checks = append(checks, portCheck{devserver.HostPort(localIP, o.redisPort), flagRedisPort})
+	}
+	if !o.externalProvider {
+		checks = append(checks, portCheck{devserver.HostPort(localIP, o.providerPort), flagProviderPort})
 	}
 	var errs []error
 	seen := map[string]string{}
@@ -292,6 +301,38 @@ func (s *stack) startWorker(ctx context.Context) error {
 		return err
 	}
 	s.onStop("worker", func() error { w.Stop(); return nil })
+	stopRefunds, err := platform.StartRefundSender(ctx, c, s.store, cfg, s.registry, s.log)
+	if err != nil {
+		return err
+	}
+	s.onStop("refund sender", func() error { stopRefunds(); return nil })
+	return nil
+}
+
+// startProvider serves the refund provider simulator (internal/refundsim, what `paysim serve` runs) on
+// --provider-port, checking the local stack's refund secret, unless REFUND_PROVIDER_URL names a provider.
+func (s *stack) startProvider() error {
+	if s.opts.externalProvider {
+		return nil
+	}
+	sim, err := refundsim.New(refundsim.Options{Secrets: []string{s.opts.cfg.Refunds.ProviderSecret}})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", devserver.HostPort(localIP, s.opts.providerPort))
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return &devserver.PortInUseError{Addr: devserver.HostPort(localIP, s.opts.providerPort), Flag: flagProviderPort, Err: err}
+		}
+		return fmt.Errorf("--%s=%d: %w", flagProviderPort, s.opts.providerPort, err)
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.onStop("refund provider simulator", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return srv.Shutdown(ctx)
+	})
 	return nil
 }
 
