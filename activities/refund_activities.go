@@ -6,15 +6,21 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/ordersaga/ordersaga/internal/refunds"
+	"github.com/ordersaga/ordersaga/internal/refundsend"
 )
 
 // RefundSender are the refund sender's activities (workflows.RefundSendWorkflow). They run on the refund task
 // queue, polled only by workers that have a provider (REFUND_PROVIDER_URL): register a *RefundSender with that
 // worker; workflows refer to the methods through a nil *RefundSender.
 type RefundSender struct {
-	Sender *refunds.Sender
+	Sender *refundsend.Sender
 }
+
+// RefundToSend is one refund of the outbox with its row's ID; RefundOutcome what became of its send.
+type (
+	RefundToSend  = refundsend.Pending
+	RefundOutcome = refundsend.Outcome
+)
 
 // RefundPageInput asks for a page of the refund outbox: up to Limit refunds after the row AfterID.
 type RefundPageInput struct {
@@ -23,19 +29,19 @@ type RefundPageInput struct {
 }
 
 // PendingRefunds returns a page of the refund outbox, oldest first.
-func (a *RefundSender) PendingRefunds(ctx context.Context, in RefundPageInput) ([]refunds.Pending, error) {
+func (a *RefundSender) PendingRefunds(ctx context.Context, in RefundPageInput) ([]refundsend.Pending, error) {
 	if a == nil || a.Sender == nil {
 		return nil, errNoSender
 	}
 	return a.Sender.Page(ctx, in.AfterID, in.Limit)
 }
 
-// SendRefund hands one refund to the provider and records its answer (refunds.Sender.Send). A retryable
+// SendRefund hands one refund to the provider and records its answer (refundsend.Sender.Send). A retryable
 // failure is the activity's error, retried by its policy with the same idempotency key; a permanent refusal
 // is an outcome (Refused), recorded on the row.
-func (a *RefundSender) SendRefund(ctx context.Context, p refunds.Pending) (refunds.Outcome, error) {
+func (a *RefundSender) SendRefund(ctx context.Context, p refundsend.Pending) (refundsend.Outcome, error) {
 	if a == nil || a.Sender == nil {
-		return refunds.Outcome{}, errNoSender
+		return refundsend.Outcome{}, errNoSender
 	}
 	out, err := a.Sender.Send(ctx, p)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ordersaga/ordersaga/activities"
-	"github.com/ordersaga/ordersaga/internal/refunds"
 )
 
 // refundActs is only used to name the sender's activity methods; the refund worker registers the real one.
@@ -41,7 +40,7 @@ func RefundSendWorkflow(ctx workflow.Context, in RefundSendInput) (RefundSendRes
 	})
 	var afterID int64
 	for range orDefault(in.MaxPages, DefaultRefundMaxPages) {
-		var page []refunds.Pending
+		var page []activities.RefundToSend
 		err := workflow.ExecuteActivity(readCtx, refundActs.PendingRefunds, activities.RefundPageInput{
 			AfterID: afterID, Limit: pageSize,
 		}).Get(ctx, &page)
@@ -59,7 +58,7 @@ func RefundSendWorkflow(ctx workflow.Context, in RefundSendInput) (RefundSendRes
 				inFlight++
 				sel.AddFuture(workflow.ExecuteActivity(sendCtx, refundActs.SendRefund, p), func(f workflow.Future) {
 					inFlight--
-					var out refunds.Outcome
+					var out activities.RefundOutcome
 					if err := f.Get(ctx, &out); err != nil {
 						res.Deferred++
 						res.LastError = err.Error()

@@ -12,6 +12,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/refunds"
+	"github.com/ordersaga/ordersaga/internal/refundsend"
 	"github.com/ordersaga/ordersaga/internal/refundsim"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/internal/testenv"
@@ -27,7 +28,7 @@ func refundEnv(t *testing.T, store *sqlstore.Store, base, secret string) *testsu
 	}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	RegisterRefundSender(env, &activities.RefundSender{Sender: &refunds.Sender{Outbox: store, Provider: p}})
+	RegisterRefundSender(env, &activities.RefundSender{Sender: &refundsend.Sender{Outbox: store, Provider: p}})
 	return env
 }
 

@@ -44,7 +44,7 @@ func (c *Config) readRefunds(getenv func(string) string) []error {
 	r.ProviderSecret = strings.TrimSpace(getenv("REFUND_PROVIDER_SECRET"))
 	if r.ProviderURL != "" {
 		if err := CheckProviderURL(r.ProviderURL); err != nil {
-			errs = append(errs, fmt.Errorf("REFUND_PROVIDER_URL=%q: %w", r.ProviderURL, err))
+			errs = append(errs, fmt.Errorf("REFUND_PROVIDER_URL=%q: %w", redactURL(r.ProviderURL), err))
 		}
 		if r.ProviderSecret == "" {
 			errs = append(errs, fmt.Errorf("REFUND_PROVIDER_SECRET is not set: the HMAC secret the refund requests to REFUND_PROVIDER_URL are signed with"))
@@ -98,4 +98,12 @@ func CheckProviderURL(raw string) error {
 		return fmt.Errorf("plain http is only allowed to a loopback address (a local simulator); use https")
 	}
 	return fmt.Errorf("scheme %q: want https (or http to a loopback address)", u.Scheme)
+}
+
+// redactURL is raw with a password replaced (for a message: credentials are refused, and never echoed).
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
 }

@@ -52,7 +52,7 @@ func TestFromEnv_RefundErrorsNameTheVariable(t *testing.T) {
 		"no scheme":            {map[string]string{"REFUND_PROVIDER_URL": "pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
 		"ftp":                  {map[string]string{"REFUND_PROVIDER_URL": "ftp://pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
 		"query":                {map[string]string{"REFUND_PROVIDER_URL": "https://pay.example.com?a=1", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
-		"credentials":          {map[string]string{"REFUND_PROVIDER_URL": "https://u:p@pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
+		"credentials":          {map[string]string{"REFUND_PROVIDER_URL": "https://u:s3cret@pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
 		"timeout zero":         {map[string]string{"REFUND_PROVIDER_TIMEOUT": "0s"}, "REFUND_PROVIDER_TIMEOUT"},
 		"timeout too long":     {map[string]string{"REFUND_PROVIDER_TIMEOUT": "10m"}, "REFUND_PROVIDER_TIMEOUT"},
 		"interval not a time":  {map[string]string{"REFUND_SEND_INTERVAL": "often"}, "REFUND_SEND_INTERVAL"},

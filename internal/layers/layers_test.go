@@ -108,7 +108,7 @@ func loadToolCmd(p pkg) bool { return loadTool(p.ImportPath) && isMain(p) }
 
 // testHelper reports whether path is a package that only tests may import.
 func testHelper(path string) bool {
-	return inModule(path) && matchAny([]string{"internal/testenv/...", "internal/sagatest/..."}, rel(path))
+	return inModule(path) && matchAny([]string{"internal/testenv/...", "internal/sagatest/...", "internal/refundsim/refundsimtest"}, rel(path))
 }
 
 // layers is the table of today's layering; every package of the module must be in at least one layer. Each
@@ -130,7 +130,7 @@ var layers = []layer{
 	{
 		name:       "activities: thin adapters (decode, call a store or the engine, type the errors), no store library",
 		pkgs:       paths("activities/..."),
-		module:     []string{"", "internal/redisstock", "internal/sqlstore", "internal/reconcile", "internal/retention", "internal/killpoint"},
+		module:     []string{"", "internal/redisstock", "internal/sqlstore", "internal/reconcile", "internal/retention", "internal/killpoint", "internal/refundsend"},
 		thirdParty: []string{"go.temporal.io/sdk/...", "go.temporal.io/api/..."},
 		forbid: concat(storeLibs, []string{"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/client",
 			"go.temporal.io/sdk/worker", "go.temporal.io/server/..."}),
@@ -227,9 +227,32 @@ var layers = []layer{
 	{
 		name:       "internal/platform: the process wiring (logger, Temporal, the stores, the reconciliation schedule and metrics)",
 		pkgs:       paths("internal/platform/..."),
-		module:     []string{"activities", "workflows", "internal/config", "internal/redisstock", "internal/sqlstore", "internal/reconcile", "internal/retention"},
+		module:     []string{"activities", "workflows", "internal/config", "internal/redisstock", "internal/sqlstore", "internal/reconcile", "internal/retention", "internal/refunds", "internal/refundsend"},
 		thirdParty: []string{"..."},
 		forbid:     concat(gormLibs, sqlLibs, []string{"go.temporal.io/server/..."}),
+	},
+	{
+		name:   "internal/refunds: the refund provider's interface, HTTP adapter and wire contract, standard library otherwise",
+		pkgs:   paths("internal/refunds/..."),
+		module: []string{"internal/config", "internal/webhook"},
+		forbid: concat(storeLibs, temporal),
+	},
+	{
+		name:       "internal/refundsend: the refund outbox drained through a provider, through the SQL store's package",
+		pkgs:       paths("internal/refundsend/..."),
+		module:     []string{"internal/refunds", "internal/sqlstore", "internal/killpoint"},
+		thirdParty: []string{"github.com/prometheus/..."},
+		forbid:     concat(storeLibs, temporal),
+	},
+	{
+		name:   "internal/refundsim: the refund provider simulator, the refund contract and the signature, standard library otherwise",
+		pkgs:   paths("internal/refundsim"),
+		module: []string{"internal/refunds", "internal/webhook"},
+		forbid: concat(storeLibs, temporal),
+	},
+	{
+		name: "internal/refundsim/refundsimtest: runs paysim serve in a child process, standard library only",
+		pkgs: paths("internal/refundsim/refundsimtest"),
 	},
 	{
 		name:   "internal/invariants: checks the stores through their packages, standard library otherwise",
@@ -305,7 +328,7 @@ var layers = []layer{
 	{
 		name:       "paysim: plays the payment provider from outside (HTTP and the webhook signature)",
 		pkgs:       paths("paysim"),
-		module:     []string{"", "internal/api", "internal/webhook"},
+		module:     []string{"", "internal/api", "internal/webhook", "internal/refunds", "internal/refundsim"},
 		thirdParty: []string{"..."},
 		forbid:     concat(storeLibs, temporal),
 	},

@@ -13,6 +13,7 @@ import (
 	"github.com/ordersaga/ordersaga/activities"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/refunds"
+	"github.com/ordersaga/ordersaga/internal/refundsend"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
 )
@@ -46,7 +47,7 @@ func StartRefundSender(ctx context.Context, c client.Client, store *sqlstore.Sto
 // is reached through the same HTTP adapter; tests may pass another).
 func StartRefundSenderWith(ctx context.Context, c client.Client, store *sqlstore.Store, p refunds.Provider, cfg config.Config,
 	reg prometheus.Registerer, logger *slog.Logger) (stop func(), err error) {
-	m, err := refunds.NewMetrics(reg)
+	m, err := refundsend.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("refund sender metrics: %w", err)
 	}
@@ -54,7 +55,7 @@ func StartRefundSenderWith(ctx context.Context, c client.Client, store *sqlstore
 		MaxConcurrentActivityExecutionSize: workflows.DefaultRefundParallel * 2,
 		WorkerStopTimeout:                  cfg.Refunds.ProviderTimeout + 5*time.Second,
 	})
-	workflows.RegisterRefundSender(w, &activities.RefundSender{Sender: &refunds.Sender{Outbox: store, Provider: p, Metrics: m}})
+	workflows.RegisterRefundSender(w, &activities.RefundSender{Sender: &refundsend.Sender{Outbox: store, Provider: p, Metrics: m}})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start the refund sender's worker: %w", err)
 	}

@@ -1,14 +1,10 @@
-// Package refunds hands the refunds ordersaga records to the payment provider: the Provider interface (send
-// one refund, answer the provider's reference or a retryable or permanent error), the HTTP adapter that
-// calls a provider's refund API (HTTPProvider), and the wire contract that adapter and the provider simulator
-// (internal/refundsim, `paysim serve`) share. The sender that drains the outbox through a Provider is
-// workflows.RefundSendWorkflow with its activities; see docs/payments.md.
 package refunds
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Refund is one refund to send: the money of payment event EventID given back, AmountCents in Currency.
@@ -63,8 +59,10 @@ func (r Refund) Check() error {
 		return errors.New("refund: event_id is empty")
 	case r.AmountCents < 0:
 		return fmt.Errorf("refund %s: amount_cents %d is negative", r.EventID, r.AmountCents)
-	case len(r.Currency) != 3:
-		return fmt.Errorf("refund %s: currency %q is not a 3-letter code", r.EventID, r.Currency)
+	case len(r.Currency) != 3 || strings.Trim(r.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "":
+		return fmt.Errorf("refund %s: currency %q is not a 3-letter upper-case code", r.EventID, r.Currency)
+	case r.OrderID == "":
+		return fmt.Errorf("refund %s: order_id is empty", r.EventID)
 	}
 	return nil
 }

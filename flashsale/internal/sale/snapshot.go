@@ -126,8 +126,5 @@ type DBPayment struct {
 	RefundRefused bool `json:"refund_refused,omitempty"`
 }
 
-// unsent reports whether the payment is a refund still to hand to the provider (neither sent nor refused).
-func (p DBPayment) unsent() bool { return p.Refunded && !p.RefundSent && !p.RefundRefused }
-
 // kept reports whether the payment is money kept for its order.
 func (p DBPayment) kept() bool { return p.Result == string(ordersaga.PaymentApplied) && !p.Refunded }

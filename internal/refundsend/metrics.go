@@ -1,4 +1,4 @@
-package refunds
+package refundsend
 
 import (
 	"time"

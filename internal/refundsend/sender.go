@@ -1,4 +1,4 @@
-package refunds
+package refundsend
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga/internal/killpoint"
+	"github.com/ordersaga/ordersaga/internal/refunds"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
@@ -20,7 +21,7 @@ type Outbox interface {
 // Pending is one refund of the outbox, with its row's ID (the page's position).
 type Pending struct {
 	ID int64
-	Refund
+	refunds.Refund
 }
 
 // Outcome is what became of one refund the sender handed over.
@@ -41,7 +42,7 @@ type Outcome struct {
 // Sender hands refunds to a Provider and records the answer: the one place where a refund becomes sent.
 type Sender struct {
 	Outbox   Outbox
-	Provider Provider
+	Provider refunds.Provider
 	// Metrics counts what the sender did (nil: not counted).
 	Metrics *Metrics
 }
@@ -54,7 +55,7 @@ func (s *Sender) Page(ctx context.Context, afterID int64, limit int) ([]Pending,
 	}
 	out := make([]Pending, len(rows))
 	for i, e := range rows {
-		out[i] = Pending{ID: e.ID, Refund: Refund{EventID: e.EventID, OrderID: e.OrderID, AmountCents: e.AmountCents,
+		out[i] = Pending{ID: e.ID, Refund: refunds.Refund{EventID: e.EventID, OrderID: e.OrderID, AmountCents: e.AmountCents,
 			Currency: e.Currency}}
 	}
 	return out, nil
@@ -69,7 +70,7 @@ func (s *Sender) Send(ctx context.Context, p Pending) (Outcome, error) {
 	start := time.Now()
 	rec, err := s.Provider.Send(ctx, p.Refund)
 	s.Metrics.observe(time.Since(start))
-	if refused, ok := Refused(err); ok {
+	if refused, ok := refunds.Refused(err); ok {
 		if _, merr := s.Outbox.MarkRefundRefused(ctx, p.EventID, refused.Code+": "+refused.Reason); merr != nil {
 			return Outcome{}, fmt.Errorf("record the provider's refusal of refund %s: %w", p.EventID, merr)
 		}
