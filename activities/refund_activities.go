@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -21,6 +22,10 @@ type (
 	RefundToSend  = refundsend.Pending
 	RefundOutcome = refundsend.Outcome
 )
+
+// RefundHeartbeatEvery is how often SendRefund heartbeats while it waits for the provider; the workflow's
+// heartbeat timeout for the send is a few of these.
+const RefundHeartbeatEvery = time.Second
 
 // RefundPageInput asks for a page of the refund outbox: up to Limit refunds after the row AfterID.
 type RefundPageInput struct {
@@ -43,6 +48,22 @@ func (a *RefundSender) SendRefund(ctx context.Context, p refundsend.Pending) (re
 	if a == nil || a.Sender == nil {
 		return refundsend.Outcome{}, errNoSender
 	}
+	// Heartbeats while the provider is asked, so that a worker that dies mid-send is found out within the
+	// heartbeat timeout rather than the send's whole bound.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(RefundHeartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
 	out, err := a.Sender.Send(ctx, p)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("refund not sent yet", "event_id", p.EventID, "order_id", p.OrderID,

@@ -199,18 +199,23 @@ func (r *runState) workerKills(ctx context.Context) error {
 	})
 }
 
-// refundFaults, with the load making refunds: Kills times a worker armed at killpoint.RefundAfterSend (it dies
-// between the provider's answer and the refund's mark, and is restarted), then the refund provider
-// blackholed for 10 s; the verdict checks every refund at the provider once (refundCounts).
+// refundFaults, with the load making refunds: the refund provider blackholed for 10 s, then Kills times a
+// worker armed at killpoint.RefundAfterSend (it dies between the provider's answer and the refund's mark, and
+// is restarted); the verdict checks every refund at the provider once (refundCounts). The blackhole comes
+// first, while the senders are flowing: after a kill the run's sender waits out the killed send (its
+// heartbeat timeout) before it reads the outbox again, and a blackhole then can meet no request.
 func (r *runState) refundFaults(ctx context.Context) error {
 	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
+		if err := r.providerBlackhole().Inject(ctx); err != nil {
+			return err
+		}
 		kill := r.refundKill()
 		for range r.sc.Kills {
 			if err := kill.Inject(ctx); err != nil {
 				return fmt.Errorf("%s: %w", kill.Name(), err)
 			}
 		}
-		return r.providerBlackhole().Inject(ctx)
+		return nil
 	})
 }
 

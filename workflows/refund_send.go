@@ -30,9 +30,10 @@ func RefundSendWorkflow(ctx workflow.Context, in RefundSendInput) (RefundSendRes
 		},
 	})
 	sendCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// An attempt may take the provider's bound, then the two marks; a worker killed in the middle is
-		// found out by this timeout and the send retried on another.
+		// An attempt may take the provider's bound, then the mark; it heartbeats meanwhile, so a worker
+		// killed in the middle is found out within the heartbeat timeout and the send retried on another.
 		StartToCloseTimeout:    orDefault(in.ProviderTimeout, DefaultRefundProviderTimeout) + 10*time.Second,
+		HeartbeatTimeout:       5 * activities.RefundHeartbeatEvery,
 		ScheduleToCloseTimeout: orDefault(in.Patience, DefaultRefundSendPatience),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 15 * time.Second,
