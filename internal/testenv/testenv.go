@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,16 +122,11 @@ func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 	return rdb, prefix
 }
 
-// UnreachableRedis returns a Redis stock store whose client dials a local port that nothing listens on: every call
-// fails at once with "connection refused", as when Redis is down.
+// UnreachableRedis returns a Redis stock store whose client dials a local port that nothing listens on
+// (ClosedAddr, held for the test): every call fails at once with "connection refused", as when Redis is down.
 func UnreachableRedis(tb testing.TB) *redisstock.Store {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	addr := ClosedAddr(tb)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	tb.Cleanup(func() { rdb.Close() })
 	return redisstock.New(rdb, "", 0)
@@ -170,16 +167,27 @@ func MustOpenRedisSKU(tb testing.TB, avail int64) (*redisstock.Store, string) {
 	return rs, sku
 }
 
-// ClosedAddr is a local address nothing listens on.
+// ClosedAddr is a local address nothing listens on: a connection to it is refused at once. Its port is held
+// (bound, never listening) until the test ends, so no server another test starts meanwhile can take it and
+// answer, or hang, in its place (a Redis client of a freed port once met an in-process server there, waited
+// out its deadlines instead of being refused, and the reserve never fell back to the database).
 func ClosedAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("closed address: socket: %v", err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		tb.Fatalf("closed address: bind: %v", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		tb.Fatalf("closed address: getsockname: %v", err)
+	}
+	tb.Cleanup(func() { syscall.Close(fd) })
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
 // HangUpAddr is an address whose listener closes every connection it accepts, held until the test ends: a
