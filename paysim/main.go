@@ -81,6 +81,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return words[rest[i]](ctx, slices.Concat(rest[:i], rest[i+1:]), getenv, stdout, stderr)
 }
 
+// newFlags is a word's flag set; -h and a mistake print usage (the word's command line) and the flags on stdout.
+func newFlags(name, usage string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		fmt.Fprintln(stdout, "usage: "+usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseN parses args with fs and answers the positional arguments, a usageError saying want unless there
+// are exactly n of them.
+func parseN(fs *flag.FlagSet, args []string, n int, want string) ([]string, error) {
+	positional, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(positional) != n {
+		fs.Usage()
+		return nil, usageError{fmt.Errorf("%s, got %q", want, positional)}
+	}
+	return positional, nil
+}
+
 // parse parses args with fs, flags before, between and after the positional arguments, which it returns.
 // A bad flag is a usageError naming it (fs has printed it with the usage).
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {

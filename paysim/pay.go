@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,8 +36,7 @@ type payOptions struct {
 // runPay is `paysim pay`: one payment event for an order, posted to the order API's webhook.
 func runPay(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	var o payOptions
-	fs := flag.NewFlagSet("paysim pay", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := newFlags("paysim pay", "paysim [flags] pay <order_id>", stdout)
 	fs.StringVar(&o.target, "target", defaultTarget(getenv), "base URL of the order API (default from ORDERSAGA_URL or HTTP_ADDR)")
 	// No default shown: it may be a real secret.
 	fs.StringVar(&o.secret, "secret", "", "webhook secret to sign with (default: the first of PAYMENT_WEBHOOK_SECRET, else the local stack's)")
@@ -49,17 +46,9 @@ func runPay(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.BoolVar(&o.twice, "twice", false, "deliver the same event twice (the second is a duplicate)")
 	fs.BoolVar(&o.late, "late", false, "post even when the order is no longer AWAITING_PAYMENT (the payment is refunded)")
 	fs.BoolVar(&o.stale, "stale", false, "sign with a timestamp 10 minutes old (the API refuses it with 401)")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "usage: paysim [flags] pay <order_id>")
-		fs.PrintDefaults()
-	}
-	positional, err := parse(fs, args)
+	positional, err := parseN(fs, args, 1, "want: pay <order_id>")
 	if err != nil {
 		return err
-	}
-	if len(positional) != 1 {
-		fs.Usage()
-		return usageError{errors.New("want: pay <order_id>")}
 	}
 	if o.secret == "" {
 		o.secret = or(firstSecret(getenv("PAYMENT_WEBHOOK_SECRET")), localStackSecret)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,22 +18,12 @@ func runRefunds(ctx context.Context, args []string, getenv func(string) string, 
 		provider string
 		asJSON   bool
 	)
-	fs := flag.NewFlagSet("paysim refunds", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := newFlags("paysim refunds", "paysim refunds [flags]", stdout)
 	fs.StringVar(&provider, "provider", or(getenv("REFUND_PROVIDER_URL"), "http://127.0.0.1:8091"),
 		"base URL of the refund provider simulator (default REFUND_PROVIDER_URL, else http://127.0.0.1:8091)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "usage: paysim refunds [flags]")
-		fs.PrintDefaults()
-	}
-	positional, err := parse(fs, args)
-	if err != nil {
+	if _, err := parseN(fs, args, 0, "refunds takes no argument"); err != nil {
 		return err
-	}
-	if len(positional) != 0 {
-		fs.Usage()
-		return usageError{fmt.Errorf("refunds takes no argument, got %q", positional)}
 	}
 	rep, err := refundsim.Fetch(ctx, provider, &http.Client{Timeout: 30 * time.Second})
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,8 +39,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		fail, timeout, refuse share
 		seed                  int64
 	)
-	fs := flag.NewFlagSet("paysim serve", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	fs := newFlags("paysim serve", "paysim serve [flags]", stdout)
 	fs.StringVar(&addr, "addr", "127.0.0.1:8091", "address to listen on (port 0: any free port)")
 	// No default shown: it may be a real secret.
 	fs.StringVar(&secret, "secret", "", "secrets the requests may be signed with, comma-separated (default: REFUND_PROVIDER_SECRET, else the local stack's "+refundsim.LocalStackSecret+")")
@@ -49,17 +47,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Var(&timeout, "timeout-share", "`share` (0 to 1) of requests executed and never answered (a retry replays them)")
 	fs.Var(&refuse, "refuse-share", "`share` (0 to 1) of event IDs refused for good (422)")
 	fs.Int64Var(&seed, "seed", 0, "seed of the fail and timeout draws (0: from the clock)")
-	fs.Usage = func() {
-		fmt.Fprintln(stdout, "usage: paysim serve [flags]")
-		fs.PrintDefaults()
-	}
-	positional, err := parse(fs, args)
-	if err != nil {
+	if _, err := parseN(fs, args, 0, "serve takes no argument"); err != nil {
 		return err
-	}
-	if len(positional) != 0 {
-		fs.Usage()
-		return usageError{fmt.Errorf("serve takes no argument, got %q", positional)}
 	}
 	secrets := splitSecrets(or(secret, getenv("REFUND_PROVIDER_SECRET")))
 	if len(secrets) == 0 {
