@@ -302,7 +302,7 @@ var layers = []layer{
 	{
 		name:       "flash-sale load tool library: drives the stack from outside, over HTTP (and a read-only DB snapshot)",
 		pkgs:       loadToolLib,
-		module:     []string{"", "internal/webhook", "internal/invariants/orderledger"},
+		module:     []string{"", "internal/webhook", "internal/invariants/orderledger", "internal/refundsim"},
 		thirdParty: []string{"..."},
 		forbid:     concat(redisLibs, gormLibs, temporal),
 	},

@@ -2,12 +2,10 @@ package sale
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"time"
+
+	"github.com/ordersaga/ordersaga/internal/refundsim"
 )
 
 // Provider checks (--provider-check).
@@ -21,10 +19,6 @@ const (
 // --provider nor REFUND_PROVIDER_URL names one.
 const DefaultProviderURL = "http://127.0.0.1:8091"
 
-// providerReportPath is the provider simulator's report (GET; `paysim serve`, internal/refundsim). The tool
-// reads it as JSON over HTTP: its library reaches the stack from outside only.
-const providerReportPath = "/v1/refunds"
-
 // Waits for the refunds of the run to reach the provider after the settle, and for its report.
 const (
 	unsentWait      = 60 * time.Second
@@ -32,58 +26,25 @@ const (
 	providerTimeout = 10 * time.Second
 )
 
-// ProviderReport is what the refund provider reported having executed (the simulator's GET /v1/refunds).
+// ProviderReport is the refund provider simulator's report (`paysim serve`'s GET /v1/refunds, every sale
+// on it) and the URL it was read from.
 type ProviderReport struct {
-	URL     string           `json:"url"`
-	Refunds []ProviderRefund `json:"refunds"`
-	Totals  ProviderTotals   `json:"totals"`
+	URL string `json:"url"`
+	refundsim.Report
 }
 
-// ProviderRefund is one refund the provider executed: one per payment event (its idempotency key), named
-// RefundID, and Requests is how many requests carried its key.
-type ProviderRefund struct {
-	RefundID    string `json:"refund_id"`
-	EventID     string `json:"event_id"`
-	OrderID     string `json:"order_id"`
-	AmountCents int64  `json:"amount_cents"`
-	Currency    string `json:"currency"`
-	Requests    int    `json:"requests"`
-}
-
-// ProviderTotals are the provider's figures over every refund request it got (every sale on it).
-type ProviderTotals struct {
-	Requests int64 `json:"requests"`
-	Executed int64 `json:"executed"`
-	Replays  int64 `json:"replays"`
-}
-
-// fetchProviderReport reads the report of the provider at base.
+// fetchProviderReport reads the report of the provider simulator at base.
 func fetchProviderReport(ctx context.Context, base string) (*ProviderReport, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), providerTimeout)
 	defer cancel()
-	url := strings.TrimRight(base, "/") + providerReportPath
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	rep, err := refundsim.Fetch(ctx, base, nil)
 	if err != nil {
 		return nil, fmt.Errorf("provider report: %w", err)
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("provider report: %w", err)
+	if rep.Refunds == nil {
+		return nil, fmt.Errorf("provider report: %s answered no refund list: not a refund provider simulator", base)
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
-	if err != nil {
-		return nil, fmt.Errorf("provider report: GET %s: %w", url, err)
-	}
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("provider report: GET %s: %d", url, res.StatusCode)
-	}
-	rep := &ProviderReport{}
-	if err := json.Unmarshal(body, rep); err != nil || rep.Refunds == nil {
-		return nil, fmt.Errorf("provider report: GET %s: not a refund report (%v)", url, err)
-	}
-	rep.URL = base
-	return rep, nil
+	return &ProviderReport{URL: base, Report: rep}, nil
 }
 
 // awaitProvider is the settle's last step when the refunds at the provider are checked: it waits (up to

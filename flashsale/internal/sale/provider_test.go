@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga/internal/refunds"
+	"github.com/ordersaga/ordersaga/internal/refundsim"
 	"github.com/ordersaga/ordersaga/internal/refundsim/refundsimtest"
 )
 
@@ -32,11 +33,14 @@ func TestProviderReportFromPaysim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ProviderRefund{RefundID: rc.Ref, EventID: in.EventID, OrderID: in.OrderID, AmountCents: 100, Currency: "CNY", Requests: 2}
+	want := refundsim.Entry{RefundID: rc.Ref, EventID: in.EventID, OrderID: in.OrderID, AmountCents: 100, Currency: "CNY", Requests: 2}
+	if len(rep.Refunds) == 1 {
+		rep.Refunds[0].CreatedAt = time.Time{} // the simulator's clock
+	}
 	if len(rep.Refunds) != 1 || rep.Refunds[0] != want {
 		t.Fatalf("report refunds = %+v, want [%+v]", rep.Refunds, want)
 	}
-	if rep.Totals != (ProviderTotals{Requests: 2, Executed: 1, Replays: 1}) || rep.URL != base {
+	if rep.Totals != (refundsim.Totals{Requests: 2, Executed: 1, Replays: 1}) || rep.URL != base {
 		t.Errorf("report totals %+v url %q", rep.Totals, rep.URL)
 	}
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/ordersaga/ordersaga/internal/refundsim"
 )
 
 // RefundTotals is what the check of the refunds at the provider saw: the run's recorded refunds and the
@@ -48,7 +50,7 @@ func checkRefunds(j *judge, db *DBSnapshot, prov *ProviderReport) {
 		ours[p.OrderID] = true
 		rows[p.EventID] = p
 	}
-	at := map[string][]ProviderRefund{} // event -> the provider's refunds of the run's orders
+	at := map[string][]refundsim.Entry{} // event -> the provider's refunds of the run's orders
 	for _, e := range prov.Refunds {
 		if ours[e.OrderID] || rows[e.EventID].EventID != "" {
 			at[e.EventID] = append(at[e.EventID], e)

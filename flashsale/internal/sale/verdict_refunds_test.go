@@ -3,23 +3,25 @@ package sale
 import (
 	"slices"
 	"testing"
+
+	"github.com/ordersaga/ordersaga/internal/refundsim"
 )
 
 // providerSnapshot is cleanSnapshot with its three refunds sent and the provider's report of them: a clean
 // pair. The provider also holds a refund of another run's order, which is none of this run's business.
 func providerSnapshot() Snapshot {
 	s := cleanSnapshot()
-	rep := &ProviderReport{URL: "http://127.0.0.1:8091", Totals: ProviderTotals{Requests: 6, Executed: 4, Replays: 2}}
+	rep := &ProviderReport{URL: "http://127.0.0.1:8091", Report: refundsim.Report{Totals: refundsim.Totals{Requests: 6, Executed: 4, Replays: 2}}}
 	for i := range s.DB.Payments {
 		p := &s.DB.Payments[i]
 		if !p.Refunded {
 			continue
 		}
 		p.RefundSent, p.RefundRef = true, "re_"+p.EventID
-		rep.Refunds = append(rep.Refunds, ProviderRefund{RefundID: p.RefundRef, EventID: p.EventID, OrderID: p.OrderID,
+		rep.Refunds = append(rep.Refunds, refundsim.Entry{RefundID: p.RefundRef, EventID: p.EventID, OrderID: p.OrderID,
 			AmountCents: p.AmountCents, Currency: p.Currency, Requests: 1})
 	}
-	rep.Refunds = append(rep.Refunds, ProviderRefund{RefundID: "re_other", EventID: "evt-other", OrderID: "other-run", AmountCents: 5, Currency: "CNY", Requests: 1})
+	rep.Refunds = append(rep.Refunds, refundsim.Entry{RefundID: "re_other", EventID: "evt-other", OrderID: "other-run", AmountCents: 5, Currency: "CNY", Requests: 1})
 	s.Provider = rep
 	return s
 }
@@ -62,7 +64,7 @@ func TestCheckRefundsCatchesDoctoredPairs(t *testing.T) {
 		return nil
 	}
 	// at finds the provider's refund of an event.
-	at := func(s *Snapshot, ev string) *ProviderRefund {
+	at := func(s *Snapshot, ev string) *refundsim.Entry {
 		for i := range s.Provider.Refunds {
 			if s.Provider.Refunds[i].EventID == ev {
 				return &s.Provider.Refunds[i]
@@ -72,7 +74,7 @@ func TestCheckRefundsCatchesDoctoredPairs(t *testing.T) {
 		return nil
 	}
 	drop := func(s *Snapshot, ev string) {
-		s.Provider.Refunds = slices.DeleteFunc(s.Provider.Refunds, func(e ProviderRefund) bool { return e.EventID == ev })
+		s.Provider.Refunds = slices.DeleteFunc(s.Provider.Refunds, func(e refundsim.Entry) bool { return e.EventID == ev })
 	}
 	for _, c := range []struct {
 		name   string
@@ -87,10 +89,10 @@ func TestCheckRefundsCatchesDoctoredPairs(t *testing.T) {
 		}, CheckRefundsUnsent, 1},
 		{"a refund marked sent the provider does not have", func(s *Snapshot) { drop(s, "evt-wrong-o4") }, CheckRefundsNotAtProvider, 1},
 		{"a kept payment refunded at the provider", func(s *Snapshot) {
-			s.Provider.Refunds = append(s.Provider.Refunds, ProviderRefund{RefundID: "re_x", EventID: "evt-o1", OrderID: "o1", AmountCents: 200, Currency: "CNY"})
+			s.Provider.Refunds = append(s.Provider.Refunds, refundsim.Entry{RefundID: "re_x", EventID: "evt-o1", OrderID: "o1", AmountCents: 200, Currency: "CNY"})
 		}, CheckRefundsUnknown, 1},
 		{"an unknown event of the run's order refunded", func(s *Snapshot) {
-			s.Provider.Refunds = append(s.Provider.Refunds, ProviderRefund{RefundID: "re_y", EventID: "evt-made-up", OrderID: "o3", AmountCents: 100, Currency: "CNY"})
+			s.Provider.Refunds = append(s.Provider.Refunds, refundsim.Entry{RefundID: "re_y", EventID: "evt-made-up", OrderID: "o3", AmountCents: 100, Currency: "CNY"})
 		}, CheckRefundsUnknown, 1},
 		{"a refund twice in the provider's report", func(s *Snapshot) {
 			s.Provider.Refunds = append(s.Provider.Refunds, *at(s, "evt-wrong-o1"), *at(s, "evt-wrong-o1"))
