@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/ordersaga/ordersaga"
@@ -13,24 +12,8 @@ import (
 func (s *server) handleOrderPayments() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		caller, ok := s.caller(w, r)
+		_, known, ok := s.callersOrder(w, r)
 		if !ok {
-			return
-		}
-		if !validOrderID(id) {
-			writeOrderNotFound(w, "")
-			return
-		}
-		o, err := s.readOrder(r.Context(), id)
-		known := err == nil
-		switch {
-		case err != nil && !errors.Is(err, ordersaga.ErrNotFound):
-			s.Logger.Warn("read order for its payments", "order_id", id, "error", err)
-			writeProblem(w, newProblem(kindUnavailable, "the order cannot be read right now"))
-			return
-		case caller != "" && (!known || o.UserID != caller):
-			// Another user's order (or one no user owns) is answered as unknown.
-			writeOrderNotFound(w, id)
 			return
 		}
 		rows, err := s.Store.PaymentsOfOrder(r.Context(), id)

@@ -23,27 +23,42 @@ const queryTimeout = 5 * time.Second
 // (or gone from Temporal); 404 when neither knows the order.
 func (s *server) handleGetOrder() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		caller, ok := s.caller(w, r)
-		if !ok {
-			return
-		}
-		if !validOrderID(id) {
-			writeOrderNotFound(w, "")
-			return
-		}
-		o, err := s.readOrder(r.Context(), id)
+		o, known, ok := s.callersOrder(w, r)
 		switch {
-		case errors.Is(err, ordersaga.ErrNotFound), err == nil && caller != "" && o.UserID != caller:
-			// Another user's order is answered as unknown: its existence is not the caller's to learn.
-			writeOrderNotFound(w, id)
-		case err != nil:
-			s.Logger.Warn("read order", "order_id", id, "error", err)
-			writeProblem(w, newProblem(kindUnavailable, "the order cannot be read right now"))
+		case !ok:
+		case !known:
+			writeOrderNotFound(w, r.PathValue("id"))
 		default:
 			writeJSON(w, http.StatusOK, o)
 		}
 	})
+}
+
+// callersOrder is the start of every read of one order ({id} in the path): the caller, the ID's shape, and
+// the order. ok false: the answer is written (401, 404, or 503 when the order cannot be read). known false:
+// neither Temporal nor the database knows the order, and no caller is named. A named caller is answered 404
+// for an order that is not theirs, or that no one knows: its existence is not the caller's to learn.
+func (s *server) callersOrder(w http.ResponseWriter, r *http.Request) (o ordersaga.Order, known, ok bool) {
+	id := r.PathValue("id")
+	caller, ok := s.caller(w, r)
+	if !ok {
+		return o, false, false
+	}
+	if !validOrderID(id) {
+		writeOrderNotFound(w, "")
+		return o, false, false
+	}
+	o, err := s.readOrder(r.Context(), id)
+	switch {
+	case err != nil && !errors.Is(err, ordersaga.ErrNotFound):
+		s.Logger.Warn("read order", "order_id", id, "error", err)
+		writeProblem(w, newProblem(kindUnavailable, "the order cannot be read right now"))
+		return o, false, false
+	case caller != "" && (err != nil || o.UserID != caller):
+		writeOrderNotFound(w, id)
+		return o, false, false
+	}
+	return o, err == nil, true
 }
 
 // readOrder reads an order; ordersaga.ErrNotFound when neither Temporal nor the database knows it.
