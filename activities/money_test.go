@@ -299,41 +299,10 @@ func TestReconcileMoney_RecordsOnceAndExportsTheFindings(t *testing.T) {
 		{"ordersaga_reconcile_money_anomalies_total", sqlstore.KindAppliedNotPaid, 1},
 		{"ordersaga_refunds_unsent", "", 1},
 	} {
-		if got := metricValue(t, reg, c.name, c.kind); got != c.want {
+		if got := testenv.MustMetric(t, reg, c.name, "kind", c.kind); got != c.want {
 			t.Errorf("%s{kind=%q} = %v, want %v", c.name, c.kind, got, c.want)
 		}
 	}
-}
-
-// metricValue is the value of a gauge or counter, of the series whose kind label is kind ("" = no label).
-func metricValue(t testing.TB, reg *prometheus.Registry, name, kind string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			label := ""
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" {
-					label = l.GetValue()
-				}
-			}
-			if label != kind {
-				continue
-			}
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no series %s{kind=%q}", name, kind)
-	return 0
 }
 
 // The outbox lists the refunds not yet sent, oldest first and paged, and marks one sent idempotently.

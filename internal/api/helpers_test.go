@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ordersaga/ordersaga"
@@ -194,44 +193,9 @@ func (e *apiEnv) payAnswer(r response) api.PaymentAnswer {
 }
 
 // counter reads a counter of the API's registry (0 when the series does not exist yet).
-func (e *apiEnv) counter(name string, labels map[string]string) float64 {
+func (e *apiEnv) counter(name string, labels ...string) float64 {
 	e.t.Helper()
-	return counterValue(e.t, e.reg, name, labels)
-}
-
-func counterValue(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if matches(m, labels) {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
-func matches(m *dto.Metric, labels map[string]string) bool {
-	for k, v := range labels {
-		found := false
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == k && lp.GetValue() == v {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return testenv.Metric(e.t, e.reg, name, labels...)
 }
 
 // deadRedis is a Redis layer whose server does not exist.

@@ -98,9 +98,9 @@ func TestPerUserLimit_ThroughTheAPI(t *testing.T) {
 	if got := e.countRows("orders", "user_id = ? AND status = ?", "bot", string(ordersaga.StatusAwaitingPayment)); got != 2 {
 		t.Errorf("orders of the bot awaiting payment = %d, want 2", got)
 	}
-	fast := e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": "limit_exceeded_fast_path"})
+	fast := e.counter("ordersaga_reserve_outcomes_total", "outcome", "limit_exceeded_fast_path")
 	t.Logf("%d requests of one user, limit 2: %d granted, %.0f refused from Redis alone, %.0f by their workflow", n, granted, fast,
-		e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": "limit_exceeded"}))
+		e.counter("ordersaga_reserve_outcomes_total", "outcome", "limit_exceeded"))
 
 	// A refused key is not remembered: after a cancel it succeeds, once.
 	var first ordersaga.Order
@@ -127,10 +127,10 @@ func TestPerUserLimit_ThroughTheAPI(t *testing.T) {
 		t.Fatalf("a refused key after a cancel freed a unit: %s, want 201", r)
 	}
 	// Redis knows the user holds 2: a new key is refused from the fast path, without a workflow.
-	before := e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": "limit_exceeded_fast_path"})
+	before := e.counter("ordersaga_reserve_outcomes_total", "outcome", "limit_exceeded_fast_path")
 	r = e.place("bot-key-after", body)
 	r.wantProblem(t, http.StatusConflict, "limit-exceeded")
-	if after := e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": "limit_exceeded_fast_path"}); after != before+1 {
+	if after := e.counter("ordersaga_reserve_outcomes_total", "outcome", "limit_exceeded_fast_path"); after != before+1 {
 		t.Errorf("limit_exceeded_fast_path went from %.0f to %.0f, want one more (refused from Redis alone)", before, after)
 	}
 }

@@ -58,7 +58,7 @@ func TestPlaceOrder(t *testing.T) {
 		if first.status != http.StatusCreated {
 			t.Fatalf("first: %s", first)
 		}
-		places := e.counter("ordersaga_order_workflow_places_total", nil)
+		places := e.counter("ordersaga_order_workflow_places_total")
 		for _, again := range []string{
 			body,
 			// The same lines listed in another order are the same request.
@@ -75,7 +75,7 @@ func TestPlaceOrder(t *testing.T) {
 				t.Errorf("replay Location %q, first %q", r.header.Get("Location"), first.header.Get("Location"))
 			}
 		}
-		if got := e.counter("ordersaga_order_workflow_places_total", nil); got != places {
+		if got := e.counter("ordersaga_order_workflow_places_total"); got != places {
 			t.Errorf("a replay placed the order again (%v -> %v)", places, got)
 		}
 	})
@@ -155,7 +155,7 @@ func testBadRequests(t *testing.T, e *apiEnv) {
 		{"sku_of_65_chars", "k", orderBody("u-bad", ordersaga.Line{SKU: strings.Repeat("S", 65), Qty: 1}), "invalid-field", "lines[0].sku"},
 		{"duplicate_sku", "k", orderBody("u-bad", ordersaga.Line{SKU: "SKU-1", Qty: 1}, ordersaga.Line{SKU: "SKU-1", Qty: 2}), "invalid-field", "lines[1].sku"},
 	}
-	places := e.counter("ordersaga_order_workflow_places_total", nil)
+	places := e.counter("ordersaga_order_workflow_places_total")
 	for _, tc := range tests {
 		r := e.place(tc.key, tc.body)
 		if r.status != http.StatusBadRequest {
@@ -167,7 +167,7 @@ func testBadRequests(t *testing.T, e *apiEnv) {
 			t.Errorf("%s: problem %+v, want type %s field %q", tc.name, p, tc.kind, tc.field)
 		}
 	}
-	if got := e.counter("ordersaga_order_workflow_places_total", nil); got != places {
+	if got := e.counter("ordersaga_order_workflow_places_total"); got != places {
 		t.Errorf("invalid requests placed %v orders", got-places)
 	}
 	if n := e.countRows("idempotency_keys", "user_id = ?", "u-bad"); n != 0 {
@@ -184,7 +184,7 @@ func TestPlaceOrder_Refusals(t *testing.T) {
 	e := newAPI(t)
 	ctx := context.Background()
 	outcomes := func(e *apiEnv, outcome string) float64 {
-		return e.counter("ordersaga_reserve_outcomes_total", map[string]string{"outcome": outcome})
+		return e.counter("ordersaga_reserve_outcomes_total", "outcome", outcome)
 	}
 	soldOut := func(t *testing.T, r response, sku, detail string) {
 		t.Helper()

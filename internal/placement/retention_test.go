@@ -238,10 +238,10 @@ func TestCleanup_DeletesExactlyTheExpiredRecordsWhileOrdersArePlaced(t *testing.
 	if sum.Markers < sum.Rows-reused || sum.Markers > sum.Rows {
 		t.Errorf("the cleanup deleted %d markers for %d rows", sum.Markers, sum.Rows)
 	}
-	if got := counterValue(t, reg, "ordersaga_idempotency_cleanup_rows_deleted_total"); got != float64(sum.Rows) {
+	if got := testenv.MustMetric(t, reg, "ordersaga_idempotency_cleanup_rows_deleted_total"); got != float64(sum.Rows) {
 		t.Errorf("rows-deleted counter %v, want %d", got, sum.Rows)
 	}
-	if got := counterValue(t, reg, "ordersaga_idempotency_cleanup_markers_deleted_total"); got != float64(sum.Markers) {
+	if got := testenv.MustMetric(t, reg, "ordersaga_idempotency_cleanup_markers_deleted_total"); got != float64(sum.Markers) {
 		t.Errorf("markers-deleted counter %v, want %d", got, sum.Markers)
 	}
 	for _, k := range old {
@@ -283,22 +283,6 @@ func TestCleanup_DeletesExactlyTheExpiredRecordsWhileOrdersArePlaced(t *testing.
 	if out.OrderID == oldRec[gone].OrderID {
 		t.Errorf("the deleted key's new order reused order ID %s", out.OrderID)
 	}
-}
-
-// counterValue reads a counter of reg by name.
-func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no counter %s", name)
-	return 0
 }
 
 // TestCleanupWorkflow_RunsOnTheWorkerAndIsScheduled: the cleanup's Schedule is ensured (twice: one schedule,

@@ -116,7 +116,7 @@ func TestRefundSender_DrainsTheOutboxExactlyOnceAtTheProvider(t *testing.T) {
 		t.Errorf("the faults were not exercised: sent %d, refused %d, replays %d (lost answers must be sent again)",
 			sent, refused, report.Totals.Replays)
 	}
-	if got := sumCounter(t, reg, "ordersaga_refunds_sent_total"); int(got) != sent {
+	if got := testenv.MustMetric(t, reg, "ordersaga_refunds_sent_total"); int(got) != sent {
 		t.Errorf("ordersaga_refunds_sent_total = %v, want %d", got, sent)
 	}
 	t.Logf("%d refunds: %d sent (%d requests replayed), %d refused; provider requests %d, executed %d",
@@ -171,24 +171,4 @@ func waitOutboxDrained(t *testing.T, ctx context.Context, store *sqlstore.Store,
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// sumCounter sums a counter's series on reg.
-func sumCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			var sum float64
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-			return sum
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }

@@ -13,33 +13,6 @@ import (
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
-// kindMetric is the value of the series of a family whose kind label is kind ("" = the family has no label).
-func kindMetric(t testing.TB, reg prometheus.Gatherer, name, kind string) float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			label := ""
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" {
-					label = l.GetValue()
-				}
-			}
-			if label == kind {
-				return value(m)
-			}
-		}
-	}
-	t.Fatalf("no series %s{kind=%q}", name, kind)
-	return 0
-}
-
 // The money step reports the refunds not sent past the threshold and those the provider refused, whatever
 // day they were recorded on: each recorded once however many runs see it, counted per kind, published as
 // gauges (0 once cleared), and the refused ones counted apart from the unsent ones.
@@ -105,7 +78,7 @@ func TestMoney_ReportsRefundsUnsentAndRefused(t *testing.T) {
 		{"ordersaga_refunds_unsent", "", 2},
 		{"ordersaga_refunds_refused", "", 1},
 	} {
-		if got := kindMetric(t, reg, c.name, c.kind); got != c.want {
+		if got := testenv.MustMetric(t, reg, c.name, "kind", c.kind); got != c.want {
 			t.Errorf("%s{kind=%q} = %v, want %v", c.name, c.kind, got, c.want)
 		}
 	}
@@ -128,7 +101,7 @@ func TestMoney_ReportsRefundsUnsentAndRefused(t *testing.T) {
 		{"ordersaga_refunds_unsent", ""},
 		{"ordersaga_refunds_refused", ""},
 	} {
-		if got := kindMetric(t, reg, c.name, c.kind); got != 0 {
+		if got := testenv.MustMetric(t, reg, c.name, "kind", c.kind); got != 0 {
 			t.Errorf("after the refunds were sent: %s{kind=%q} = %v, want 0", c.name, c.kind, got)
 		}
 	}

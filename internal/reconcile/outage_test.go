@@ -11,6 +11,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
+	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
 func oversold(rep invariants.Report) int64 {
@@ -71,12 +72,12 @@ func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 	if o := oversold(rep); o != 0 {
 		t.Errorf("%d units oversold", o)
 	}
-	coldLoads := metric(t, e.reg, "ordersaga_reserve_cold_loads_total")
-	if !restarted.Load() || coldLoads+metric(t, e.reg, "ordersaga_reserve_db_fallback_total") == 0 {
+	coldLoads := testenv.Metric(t, e.reg, "ordersaga_reserve_cold_loads_total")
+	if !restarted.Load() || coldLoads+testenv.Metric(t, e.reg, "ordersaga_reserve_db_fallback_total") == 0 {
 		t.Errorf("restart did not happen or went unnoticed (restarted=%v, cold loads %v)", restarted.Load(), coldLoads)
 	}
 	t.Logf("redis restart: %s; cold loads %v, db fallbacks %v; violations before reconciliation %d; reconciliation: %s; oversold units %d\n%s",
-		res, coldLoads, metric(t, e.reg, "ordersaga_reserve_db_fallback_total"), len(before.Violations), sum, oversold(rep), rep)
+		res, coldLoads, testenv.Metric(t, e.reg, "ordersaga_reserve_db_fallback_total"), len(before.Violations), sum, oversold(rep), rep)
 }
 
 // Redis stopped in the middle of a load and started again (its data kept, now stale): orders keep being
@@ -104,7 +105,7 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 		// Keep it down until a reserve has gone to the database alone (at least 2s, at most 20s).
 		down := time.Now()
 		for time.Since(down) < 2*time.Second ||
-			(metric(t, e.reg, "ordersaga_reserve_db_fallback_total") == 0 && time.Since(down) < 20*time.Second) {
+			(testenv.Metric(t, e.reg, "ordersaga_reserve_db_fallback_total") == 0 && time.Since(down) < 20*time.Second) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		srv.start()
@@ -123,7 +124,7 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 	awaitClosed(ctx, t, e.c, res.ids)
 	sum := e.reconcileOnce(t, -1)
 	rep := e.check(t, expected, true)
-	fallbacks := metric(t, e.reg, "ordersaga_reserve_db_fallback_total")
+	fallbacks := testenv.Metric(t, e.reg, "ordersaga_reserve_db_fallback_total")
 	if fallbacks == 0 {
 		t.Errorf("no reserve fell back to the database while Redis was down")
 	}

@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,33 +95,4 @@ func (s *redisServer) client(t testing.TB) *redis.Client {
 		DialTimeout: 300 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
-}
-
-// metric sums a counter or gauge family of the registry (0 when absent).
-func metric(t testing.TB, reg prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			sum += value(m)
-		}
-	}
-	return sum
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	}
-	panic(fmt.Sprintf("metric %v is neither a counter nor a gauge", m))
 }
