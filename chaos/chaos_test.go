@@ -22,18 +22,47 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestShort runs the short scenario on the real services: one worker kill at each kill point, one API kill
-// with its admission recovery, one Temporal restart, one of each store fault (Redis restarted empty and
-// stopped 10 s, SCRIPT FLUSH, the database connections killed, and a MariaDB server of its own killed and
-// restarted when MariaDB is installed, which CI=true requires), a few hundred orders; every invariant counter
-// must be 0, and every fault must have been injected: each kill point hit by a worker that died there.
-func TestShort(t *testing.T) {
+// needServices skips a chaos run without a real MySQL/MariaDB, and under -short.
+func needServices(t *testing.T) {
+	t.Helper()
 	if os.Getenv("MYSQL_DSN") == "" {
 		t.Skip("MYSQL_DSN is not set: the chaos run needs a real MySQL/MariaDB (and redis-server, or CHAOS_REDIS_ADDR)")
 	}
 	if testing.Short() {
 		t.Skip("-short: the chaos run takes minutes")
 	}
+}
+
+// runChecked runs sc and fails the test unless every invariant counter is 0; the report is logged when the
+// run is not OK (a counter the caller checks next included).
+func runChecked(t *testing.T, sc scenario) result {
+	t.Helper()
+	start := time.Now()
+	res, err := runScenario(t.Context(), sc, testWriter{t})
+	if err != nil {
+		t.Fatalf("chaos run: %v", err)
+	}
+	t.Logf("%s (%s)", res.Line(), time.Since(start).Round(time.Second))
+	for _, k := range invariantCounters {
+		if res.counters[k] != 0 {
+			t.Errorf("%s = %d, want 0", k, res.counters[k])
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() || !res.OK() {
+			t.Logf("report:\n%s", res.report)
+		}
+	})
+	return res
+}
+
+// TestShort runs the short scenario on the real services: one worker kill at each kill point, one API kill
+// with its admission recovery, one Temporal restart, one of each store fault (Redis restarted empty and
+// stopped 10 s, SCRIPT FLUSH, the database connections killed, and a MariaDB server of its own killed and
+// restarted when MariaDB is installed, which CI=true requires), a few hundred orders; every invariant counter
+// must be 0, and every fault must have been injected: each kill point hit by a worker that died there.
+func TestShort(t *testing.T) {
+	needServices(t)
 	sc, _ := defaultScenario("short")
 	own, skip, err := shortPreflight(os.Getenv, exec.LookPath, func() error { _, _, err := mariadbBinaries(); return err })
 	switch {
@@ -47,17 +76,7 @@ func TestShort(t *testing.T) {
 	sc.OwnMySQL = own
 	sc.Orders = 320
 	sc.Dir = t.TempDir()
-	start := time.Now()
-	res, err := runScenario(t.Context(), sc, testWriter{t})
-	if err != nil {
-		t.Fatalf("chaos run: %v", err)
-	}
-	t.Logf("%s (%s)", res.Line(), time.Since(start).Round(time.Second))
-	for _, k := range invariantCounters {
-		if res.counters[k] != 0 {
-			t.Errorf("%s = %d, want 0", k, res.counters[k])
-		}
-	}
+	res := runChecked(t, sc)
 	kinds := []string{"worker_kill_reserve-after-script", "worker_kill_deduct-after-commit", "worker_kill_compensate-middle",
 		"api_kill", "temporal_restart", "redis_script_flush", "mysql_kill_connections"}
 	if os.Getenv("CHAOS_REDIS_ADDR") == "" { // the run's own Redis, which it can restart
@@ -74,9 +93,6 @@ func TestShort(t *testing.T) {
 	if res.counters["accepted"] == 0 {
 		t.Errorf("no order accepted: the run checked nothing")
 	}
-	if !res.OK() {
-		t.Logf("report:\n%s", res.report)
-	}
 }
 
 // TestRefundKill runs the refund-kill scenario on the real services, with the refund provider simulator as a
@@ -86,12 +102,7 @@ func TestShort(t *testing.T) {
 // at the provider once, for its amount and currency, under the row's reference, none unsent; the killed
 // refund must have been sent again and executed once; and the saga's invariants hold.
 func TestRefundKill(t *testing.T) {
-	if os.Getenv("MYSQL_DSN") == "" {
-		t.Skip("MYSQL_DSN is not set: the chaos run needs a real MySQL/MariaDB (and redis-server, or CHAOS_REDIS_ADDR)")
-	}
-	if testing.Short() {
-		t.Skip("-short: the chaos run takes minutes")
-	}
+	needServices(t)
 	if _, skip, err := shortPreflight(os.Getenv, exec.LookPath, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	} else if skip != "" {
@@ -99,17 +110,7 @@ func TestRefundKill(t *testing.T) {
 	}
 	sc, _ := defaultScenario("refund-kill")
 	sc.Dir = t.TempDir()
-	start := time.Now()
-	res, err := runScenario(t.Context(), sc, testWriter{t})
-	if err != nil {
-		t.Fatalf("chaos run: %v", err)
-	}
-	t.Logf("%s (%s)", res.Line(), time.Since(start).Round(time.Second))
-	for _, k := range invariantCounters {
-		if res.counters[k] != 0 {
-			t.Errorf("%s = %d, want 0", k, res.counters[k])
-		}
-	}
+	res := runChecked(t, sc)
 	for _, kind := range []string{"worker_kill_refund-after-send", "provider_blackhole_10s"} {
 		if res.counters["faults_"+kind] == 0 {
 			t.Errorf("faults_%s = 0: the run must inject one", kind)
@@ -117,9 +118,6 @@ func TestRefundKill(t *testing.T) {
 	}
 	if res.counters["refund_kills"] == 0 || res.counters["refunds_checked"] < 10 {
 		t.Errorf("refund_kills %d, refunds_checked %d: want a kill and tens of refunds checked", res.counters["refund_kills"], res.counters["refunds_checked"])
-	}
-	if !res.OK() {
-		t.Logf("report:\n%s", res.report)
 	}
 }
 
