@@ -9,7 +9,8 @@
 //     (flashsale --flood-pair against the local stack run as a subprocess; layer "flood").
 //
 // It needs the machine's Redis (REDIS_ADDR, default 127.0.0.1:6379) and MariaDB (MYSQL_DSN, default
-// root@tcp(127.0.0.1:3306)/test). Run it with scripts/bench.sh; BENCHMARKS.md holds the latest table.
+// root@tcp(127.0.0.1:3306)/test). Run it with scripts/bench.sh; -markdown prints the table BENCHMARKS.md opens
+// with (writeMarkdown), the text table then going to stderr.
 package main
 
 import (
@@ -54,6 +55,7 @@ type opts struct {
 	floodDur       time.Duration
 	floodWarmup    time.Duration
 	floodX         float64
+	markdown       bool
 	tmp            string
 }
 
@@ -81,6 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&o.floodDur, "flood-duration", 20*time.Second, "counted time of each phase of the flood pair (one run, not -rounds)")
 	fs.DurationVar(&o.floodWarmup, "flood-warmup", 2*time.Second, "uncounted time before each phase of the flood pair")
 	fs.Float64Var(&o.floodX, "flood-x", 10, "the flood pair's sold-out rate as a multiple of the accepted rate without the flood")
+	fs.BoolVar(&o.markdown, "markdown", false, "print BENCHMARKS.md's headline table (one row per layer, with the machine, commit, date and the command of each row) on stdout, and the text table on stderr")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -121,7 +124,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: %s …\n", s.name)
+		load := loadAverage()
 		p, err := s.fn()
+		for i := range p {
+			p[i].Load = load
+			if p[i].Only == "" {
+				p[i].Only = s.name
+			}
+		}
 		pairs = append(pairs, p...)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
@@ -130,8 +140,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return ctx.Err()
 		}
 	}
-	writeTable(stdout, pairs, started, loadBefore, loadAverage(), o)
-	fmt.Fprint(stdout, details.String())
+	text := stdout
+	if o.markdown {
+		text = os.Stderr
+		writeMarkdown(stdout, pairs, runInfo{CPUs: runtime.NumCPU(), CPU: cpuModel(), Commit: gitCommit("."), Started: started})
+	}
+	writeTable(text, pairs, started, loadBefore, loadAverage(), o)
+	fmt.Fprint(text, details.String())
 	return nil
 }
 

@@ -134,6 +134,8 @@ type pair struct {
 	Limit   result
 	Target  float64 // the target ratio (0 = none)
 	Comment string
+	Only    string // the arguments after -only that measure the pair again ("temporal -temporal real")
+	Load    string // the load average when its step started
 }
 
 func (p pair) Ratio() float64 {

@@ -179,6 +179,9 @@ func benchTemporal(ctx context.Context, o opts, out io.Writer) ([]pair, error) {
 		} else {
 			p, err = benchTemporalTest(ctx, o, setup, out)
 		}
+		for i := range p {
+			p[i].Only = "temporal -temporal " + setup
+		}
 		pairs = append(pairs, p...)
 		if err != nil {
 			return pairs, fmt.Errorf("temporal (%s): %w", setup, err)

@@ -6,6 +6,8 @@
 #   scripts/bench.sh -only redis,db       # some layers
 #   scripts/bench.sh -profile /tmp/prof   # also CPU profiles of the real sides (go tool pprof -top …)
 #   scripts/bench.sh -only flood          # pair 5: flashsale --flood-pair against the local stack (about 2 minutes)
+#   scripts/bench.sh -markdown            # BENCHMARKS.md's table on stdout (machine, commit, date, command per row),
+#                                         # the text table on stderr
 # REDIS_ADDR and MYSQL_DSN override 127.0.0.1:6379 and root@tcp(127.0.0.1:3306)/test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
