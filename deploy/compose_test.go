@@ -574,12 +574,12 @@ func TestDockerfileBuildsPinnedImagesFromPackagesThatExist(t *testing.T) {
 	}
 }
 
-// TestREADMEProcessColumnMatchesConfig: the README's configuration table says, for each variable, the
-// process that reads it (starter, worker or both), as internal/config/variables.go does: that is where an
-// operator sets it.
-func TestREADMEProcessColumnMatchesConfig(t *testing.T) {
+// TestConfigurationProcessColumnMatchesConfig: the configuration table (docs/configuration.md, which the README
+// links to) says, for each variable, the process that reads it (starter, worker or both), as
+// internal/config/variables.go does: that is where an operator sets it.
+func TestConfigurationProcessColumnMatchesConfig(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,11 +608,11 @@ func TestREADMEProcessColumnMatchesConfig(t *testing.T) {
 			slices.Sort(got)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("README: %s is read by %q, internal/config says %v", m[1], process, got)
+				t.Errorf("docs/configuration.md: %s is read by %q, internal/config says %v", m[1], process, got)
 			}
 		}
 	}
 	if seen < len(config.Variables()) {
-		t.Errorf("README names the process of %d variables, internal/config reads %d", seen, len(config.Variables()))
+		t.Errorf("docs/configuration.md names the process of %d variables, internal/config reads %d", seen, len(config.Variables()))
 	}
 }

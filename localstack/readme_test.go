@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/ordersaga/ordersaga/internal/config"
 )
@@ -38,17 +40,28 @@ const (
 	testCommand = "go test ./..."
 )
 
+// configurationDoc holds the configuration table, which the README links to.
+const configurationDoc = "docs/configuration.md"
+
+// readme is a Markdown document of the repository: its path from the root and its text.
 type readme struct {
+	path string
 	text string
 }
 
 func readREADME(t *testing.T) readme {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	return readDoc(t, "README.md")
+}
+
+// readDoc reads a document by its slash-separated path from the repository's root.
+func readDoc(t *testing.T, name string) readme {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return readme{text: string(b)}
+	return readme{path: name, text: string(b)}
 }
 
 // section returns the text from the "## title" heading to the next "## " heading.
@@ -56,7 +69,7 @@ func (r readme) section(t *testing.T, title string) string {
 	t.Helper()
 	_, rest, ok := strings.Cut(r.text, "\n## "+title+"\n")
 	if !ok {
-		t.Fatalf("README.md has no section %q", title)
+		t.Fatalf("%s has no section %q", r.path, title)
 	}
 	if i := strings.Index(rest, "\n## "); i >= 0 {
 		rest = rest[:i]
@@ -336,10 +349,10 @@ func processVariables(t *testing.T) map[string]bool {
 	return read
 }
 
-// TestREADMEConfigurationTableListsEveryVariable keeps the configuration table in step with the code.
-func TestREADMEConfigurationTableListsEveryVariable(t *testing.T) {
+// TestConfigurationTableListsEveryVariable keeps the configuration table in step with the code.
+func TestConfigurationTableListsEveryVariable(t *testing.T) {
 	t.Parallel()
-	sec := readREADME(t).section(t, "Configuration")
+	sec := readDoc(t, configurationDoc).section(t, "Variables")
 	listed := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(sec))
 	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
@@ -373,24 +386,103 @@ func TestREADMEConfigurationTableListsEveryVariable(t *testing.T) {
 	slices.Sort(missing)
 	slices.Sort(extra)
 	if len(missing) > 0 {
-		t.Errorf("README's configuration table lacks %v, which the code reads", missing)
+		t.Errorf("%s's table lacks %v, which the code reads", configurationDoc, missing)
 	}
 	if len(extra) > 0 {
-		t.Errorf("README's configuration table lists %v, which nothing reads", extra)
+		t.Errorf("%s's table lists %v, which nothing reads", configurationDoc, extra)
 	}
 }
 
-// TestREADMELinksResolve keeps the README's relative links pointing at files of the repository.
+// TestREADMELinksResolve keeps the relative links of the README and the configuration page pointing at files
+// of the repository, and their anchors at headings of the page they name.
 func TestREADMELinksResolve(t *testing.T) {
 	t.Parallel()
-	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)
-	for _, m := range link.FindAllStringSubmatch(readREADME(t).text, -1) {
-		target := m[1]
+	for _, doc := range []string{"README.md", configurationDoc} {
+		for _, p := range brokenLinks(t, readDoc(t, doc)) {
+			t.Error(p)
+		}
+	}
+}
+
+// TestREADMELinksCatchBroken feeds the link check a page with a broken link of each kind.
+func TestREADMELinksCatchBroken(t *testing.T) {
+	t.Parallel()
+	page := readme{path: "docs/fake.md", text: "# Fake\n\n## Its flags\n\n" +
+		"[ok](#its-flags) [ok](configuration.md#security) [ok](../README.md#five-minute-tour) [ok](https://x.test/#a)\n" +
+		"[no file](nosuch.md) [no heading](#flags) [no heading there](configuration.md#no-such-heading)\n"}
+	got := brokenLinks(t, page)
+	want := []string{
+		"docs/fake.md links to nosuch.md, which does not exist",
+		"docs/fake.md links to #flags: docs/fake.md has no such heading",
+		"docs/fake.md links to configuration.md#no-such-heading: docs/configuration.md has no such heading",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("broken links found:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
+
+// brokenLinks returns a line for every relative link of doc whose file does not exist, or whose anchor names
+// no heading of the Markdown page it points at.
+func brokenLinks(t *testing.T, doc readme) []string {
+	t.Helper()
+	var out []string
+	for _, m := range mdLink.FindAllStringSubmatch(doc.text, -1) {
+		target, anchor := m[1], strings.TrimPrefix(m[2], "#")
 		if strings.Contains(target, "://") {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join("..", target)); err != nil {
-			t.Errorf("README.md links to %s: %v", target, err)
+		page := doc
+		if target != "" {
+			rel := path.Join(path.Dir(doc.path), target)
+			if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(rel))); err != nil {
+				out = append(out, fmt.Sprintf("%s links to %s, which does not exist", doc.path, target))
+				continue
+			}
+			if anchor == "" || !strings.HasSuffix(rel, ".md") {
+				continue
+			}
+			page = readDoc(t, rel)
+		}
+		if anchor != "" && !slices.Contains(headingAnchors(page.text), anchor) {
+			out = append(out, fmt.Sprintf("%s links to %s#%s: %s has no such heading", doc.path, target, anchor, page.path))
 		}
 	}
+	return out
+}
+
+// headingAnchors are the anchors a Markdown renderer gives a page's headings: lower case, spaces as hyphens,
+// punctuation dropped, a repeated heading numbered from -1. Headings inside code blocks are not headings.
+func headingAnchors(text string) []string {
+	var out []string
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if fenced || !strings.HasPrefix(line, "#") || !ok {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(title)) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out = append(out, fmt.Sprintf("%s-%d", a, n))
+		} else {
+			out = append(out, a)
+		}
+		seen[a]++
+	}
+	return out
 }
