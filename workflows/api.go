@@ -56,6 +56,9 @@ type OrderInput struct {
 	// the separate step. A field of the input rather than a workflow.GetVersion marker, which would add to
 	// every order a marker and a search-attribute upsert: the commands this change removes.
 	ConfirmInDeduct bool
+	// StuckAfter is the window of each step of the order that must succeed (0 = StuckAfter, at most
+	// MaxStuckAfter). Tests shorten it instead of waiting two minutes.
+	StuckAfter time.Duration
 }
 
 // PaymentSignal is a payment the provider reported for an order.
@@ -97,6 +100,9 @@ var (
 // a window at the last attempt that fits in it): a window without success sets SAStuckStep and counts
 // MetricStepStuck, and the step runs again in another window, until it succeeds (must_succeed.go).
 const StuckAfter = 2 * time.Minute
+
+// MaxStuckAfter bounds OrderInput.StuckAfter.
+const MaxStuckAfter = time.Hour
 
 // Metrics the workflows report through the worker's Temporal client (the worker's METRICS_ADDR serves them
 // with the suffix _total and the tags namespace, task_queue and workflow_type).

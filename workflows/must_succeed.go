@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/log"
@@ -24,7 +25,8 @@ import (
 // mustSucceed runs the steps that must succeed of one workflow and keeps its SAStuckStep.
 type mustSucceed struct {
 	logger log.Logger
-	stuck  int // steps past their first window, not yet ended
+	window time.Duration // each window of a step (0 = StuckAfter)
+	stuck  int           // steps past their first window, not yet ended
 }
 
 // step is one step that must succeed, started.
@@ -42,7 +44,7 @@ type step struct {
 func (m *mustSucceed) start(ctx workflow.Context, activity any, args ...any) *step {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	s := &step{m: m, ctx: dctx, activity: activity, args: args}
-	s.f = workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, mustSucceedOptions), activity, args...)
+	s.f = workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, mustSucceedOptions(m.window)), activity, args...)
 	return s
 }
 
@@ -65,12 +67,12 @@ func (s *step) get(out any) error {
 		}
 		workflow.GetMetricsHandler(s.ctx).WithTags(map[string]string{"step": name}).Counter(MetricStepStuck).Inc(1)
 		s.m.logger.Error("a step that must succeed is stuck; running it again", "step", name,
-			"stuck_after", StuckAfter, "error", err)
+			"stuck_after", orDefault(s.m.window, StuckAfter), "error", err)
 		if !s.stuck {
 			s.stuck = true
 			s.m.markStuck(s.ctx, name)
 		}
-		s.f = workflow.ExecuteActivity(workflow.WithActivityOptions(s.ctx, stuckOptions), s.activity, s.args...)
+		s.f = workflow.ExecuteActivity(workflow.WithActivityOptions(s.ctx, stuckOptions(s.m.window)), s.activity, s.args...)
 	}
 }
 

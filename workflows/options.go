@@ -45,24 +45,32 @@ var (
 			InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 5 * time.Second,
 		},
 	}
-	// mustSucceedOptions is for compensation, record keeping and the application of a payment: retry until it
-	// works, however long, in windows of StuckAfter (must_succeed.go): each window without success says so.
-	mustSucceedOptions = workflow.ActivityOptions{
+)
+
+// mustSucceedOptions is for compensation, record keeping and the application of a payment: retry until it
+// works, however long, in windows (0 = StuckAfter; must_succeed.go): each window without success says so.
+func mustSucceedOptions(window time.Duration) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,
-		ScheduleToCloseTimeout: StuckAfter,
+		ScheduleToCloseTimeout: orDefault(window, StuckAfter),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 			MaximumAttempts: 0,
 		},
 	}
-	// stuckOptions run a step again once a window of it ended without success: at once, then every 30 s (the
-	// interval its retries had reached), for another StuckAfter.
-	stuckOptions = workflow.ActivityOptions{
+}
+
+// stuckOptions run a step again once a window of it ended without success: at once, then every 30 s (the
+// interval its retries had reached; a quarter of a window shorter than two minutes), for another window.
+func stuckOptions(window time.Duration) workflow.ActivityOptions {
+	window = orDefault(window, StuckAfter)
+	every := min(30*time.Second, window/4)
+	return workflow.ActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,
-		ScheduleToCloseTimeout: StuckAfter,
+		ScheduleToCloseTimeout: window,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: 30 * time.Second, BackoffCoefficient: 1, MaximumInterval: 30 * time.Second,
+			InitialInterval: every, BackoffCoefficient: 1, MaximumInterval: every,
 			MaximumAttempts: 0,
 		},
 	}
-)
+}

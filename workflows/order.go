@@ -82,6 +82,9 @@ func ValidateInput(in OrderInput) error {
 	if in.PaymentTimeout < 0 || in.PaymentTimeout > MaxPaymentTimeout {
 		return fmt.Errorf("order input: payment timeout %s must be between 0 and %s", in.PaymentTimeout, MaxPaymentTimeout)
 	}
+	if in.StuckAfter < 0 || in.StuckAfter > MaxStuckAfter {
+		return fmt.Errorf("order input: stuck after %s must be between 0 and %s", in.StuckAfter, MaxStuckAfter)
+	}
 	return nil
 }
 
@@ -98,7 +101,7 @@ func newOrderWorkflow(ctx workflow.Context, in OrderInput) *orderWorkflow {
 		in:         in,
 		order:      ordersaga.Order{OrderID: in.OrderID, UserID: in.UserID, Status: ordersaga.StatusReserving, Lines: lines},
 		logger:     logger,
-		steps:      &mustSucceed{logger: logger},
+		steps:      &mustSucceed{logger: logger, window: in.StuckAfter},
 		payResults: map[string]ordersaga.PaymentResult{},
 		payErrs:    map[string]error{},
 		recording:  map[string]bool{},
