@@ -43,6 +43,10 @@ func runChecked(t *testing.T, sc scenario) result {
 		t.Fatalf("chaos run: %v", err)
 	}
 	t.Logf("%s (%s)", res.Line(), time.Since(start).Round(time.Second))
+	var rows strings.Builder
+	writeMarkdown(&rows, res, markdownRun{Commit: gitCommit("."), Started: start,
+		Command: fmt.Sprintf("MYSQL_DSN=… go test -count=1 -v -run '^%s$' ./chaos", t.Name())})
+	t.Logf("RELIABILITY.md rows:\n%s", rows.String())
 	for _, k := range invariantCounters {
 		if res.counters[k] != 0 {
 			t.Errorf("%s = %d, want 0", k, res.counters[k])

@@ -14,7 +14,7 @@
 //	go run ./chaos short            (what the test runs: one fault of each kind, a few hundred orders)
 //
 // The hidden subcommand "temporal-server --db FILE --port P" is the Temporal server process the others start.
-// RELIABILITY.md has the figures measured with it.
+// -markdown prints, after the RESULT line, the run's rows of the table RELIABILITY.md opens with.
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -57,12 +58,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "chaos:", err)
 		return 2
 	}
+	started := time.Now()
 	res, err := runScenario(ctx, sc, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "chaos:", err)
 		return 2
 	}
 	fmt.Fprintln(stdout, res.Line())
+	if sc.Markdown {
+		fmt.Fprintln(stdout)
+		writeMarkdown(stdout, res, markdownRun{Commit: gitCommit("."), Started: started, Command: "go run ./chaos " + strings.Join(args, " ")})
+	}
 	if !res.OK() {
 		return 1
 	}
@@ -86,6 +92,7 @@ func parseScenario(name string, args []string, stderr io.Writer) (scenario, erro
 	fs.StringVar(&sc.Dir, "dir", "", "working directory for binaries, logs and the Temporal file (default: a new temporary one)")
 	fs.BoolVar(&sc.Rekill, "rekill", false, "worker kills may hit an order an earlier kill already hit (default: such orders are spared)")
 	fs.BoolVar(&sc.OwnMySQL, "own-mysql", false, "start a MariaDB server of the run's own (mariadb-install-db, mariadbd) instead of using MYSQL_DSN's, and add the mysql_restart fault (SIGKILL, 2 s down)")
+	fs.BoolVar(&sc.Markdown, "markdown", false, "after the RESULT line, print the run's rows of RELIABILITY.md's table: one per fault kind, with the commit, date and command")
 	onlyKinds := fs.String("only", "", "soak: comma-separated fault kinds to draw (e.g. redis_restart,mysql_kill_connections; default: every kind)")
 	if err := fs.Parse(args); err != nil {
 		return scenario{}, err

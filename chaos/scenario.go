@@ -29,6 +29,7 @@ type scenario struct {
 	Only     []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
 	Rekill   bool     // worker kills may hit an order an earlier kill hit (workerKill.rekill)
 	OwnMySQL bool     // the run starts a MariaDB server of its own, which the mysql_restart fault may kill
+	Markdown bool     // after the RESULT line, print the run's rows of RELIABILITY.md's table (writeMarkdown)
 }
 
 // defaultScenario is a subcommand's defaults.
