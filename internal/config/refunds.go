@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -44,7 +45,7 @@ func (c *Config) readRefunds(getenv func(string) string) []error {
 	r.ProviderSecret = strings.TrimSpace(getenv("REFUND_PROVIDER_SECRET"))
 	if r.ProviderURL != "" {
 		if err := CheckProviderURL(r.ProviderURL); err != nil {
-			errs = append(errs, fmt.Errorf("REFUND_PROVIDER_URL=%q: %w", redactURL(r.ProviderURL), err))
+			errs = append(errs, fmt.Errorf("REFUND_PROVIDER_URL=%q: %w", RedactURL(r.ProviderURL), err))
 		}
 		if r.ProviderSecret == "" {
 			errs = append(errs, fmt.Errorf("REFUND_PROVIDER_SECRET is not set: the HMAC secret the refund requests to REFUND_PROVIDER_URL are signed with"))
@@ -75,11 +76,11 @@ func (c *Config) readRefunds(getenv func(string) string) []error {
 
 // CheckProviderURL accepts a refund provider's base URL: https with a host, or http to a loopback address
 // (a simulator on this machine); no query or fragment. Money moves over it, so plain http elsewhere is
-// refused.
+// refused. Its errors never quote raw (url.Parse's error would, password included).
 func CheckProviderURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("not a URL: %v", err)
+		return errors.New("not a URL: want a base URL such as https://payments.example.com")
 	}
 	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("want a base URL such as https://payments.example.com (no query, fragment or credentials)")
@@ -100,10 +101,11 @@ func CheckProviderURL(raw string) error {
 	return fmt.Errorf("scheme %q: want https (or http to a loopback address)", u.Scheme)
 }
 
-// redactURL is raw with a password replaced (for a message: credentials are refused, and never echoed).
-func redactURL(raw string) string {
+// RedactURL is raw for a message, with its password replaced; "(not a URL)" when raw does not parse (its
+// password cannot be told apart then). Credentials in a provider's URL are refused, and never echoed.
+func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
 		return u.Redacted()
 	}
-	return raw
+	return "(not a URL)"
 }

@@ -47,17 +47,18 @@ func TestFromEnv_RefundErrorsNameTheVariable(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		"url without secret":   {map[string]string{"REFUND_PROVIDER_URL": "https://pay.example.com"}, "REFUND_PROVIDER_SECRET"},
-		"plain http elsewhere": {map[string]string{"REFUND_PROVIDER_URL": "http://pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
-		"no scheme":            {map[string]string{"REFUND_PROVIDER_URL": "pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
-		"ftp":                  {map[string]string{"REFUND_PROVIDER_URL": "ftp://pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
-		"query":                {map[string]string{"REFUND_PROVIDER_URL": "https://pay.example.com?a=1", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
-		"credentials":          {map[string]string{"REFUND_PROVIDER_URL": "https://u:s3cret@pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
-		"timeout zero":         {map[string]string{"REFUND_PROVIDER_TIMEOUT": "0s"}, "REFUND_PROVIDER_TIMEOUT"},
-		"timeout too long":     {map[string]string{"REFUND_PROVIDER_TIMEOUT": "10m"}, "REFUND_PROVIDER_TIMEOUT"},
-		"interval not a time":  {map[string]string{"REFUND_SEND_INTERVAL": "often"}, "REFUND_SEND_INTERVAL"},
-		"interval too short":   {map[string]string{"REFUND_SEND_INTERVAL": "100ms"}, "REFUND_SEND_INTERVAL"},
-		"unsent after short":   {map[string]string{"REFUND_UNSENT_AFTER": "10s"}, "REFUND_UNSENT_AFTER"},
+		"url without secret":    {map[string]string{"REFUND_PROVIDER_URL": "https://pay.example.com"}, "REFUND_PROVIDER_SECRET"},
+		"plain http elsewhere":  {map[string]string{"REFUND_PROVIDER_URL": "http://pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
+		"no scheme":             {map[string]string{"REFUND_PROVIDER_URL": "pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
+		"ftp":                   {map[string]string{"REFUND_PROVIDER_URL": "ftp://pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
+		"query":                 {map[string]string{"REFUND_PROVIDER_URL": "https://pay.example.com?a=1", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
+		"credentials":           {map[string]string{"REFUND_PROVIDER_URL": "https://u:s3cret@pay.example.com", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
+		"credentials, bad port": {map[string]string{"REFUND_PROVIDER_URL": "https://u:s3cret@host:bad", "REFUND_PROVIDER_SECRET": "s"}, "REFUND_PROVIDER_URL"},
+		"timeout zero":          {map[string]string{"REFUND_PROVIDER_TIMEOUT": "0s"}, "REFUND_PROVIDER_TIMEOUT"},
+		"timeout too long":      {map[string]string{"REFUND_PROVIDER_TIMEOUT": "10m"}, "REFUND_PROVIDER_TIMEOUT"},
+		"interval not a time":   {map[string]string{"REFUND_SEND_INTERVAL": "often"}, "REFUND_SEND_INTERVAL"},
+		"interval too short":    {map[string]string{"REFUND_SEND_INTERVAL": "100ms"}, "REFUND_SEND_INTERVAL"},
+		"unsent after short":    {map[string]string{"REFUND_UNSENT_AFTER": "10s"}, "REFUND_UNSENT_AFTER"},
 	}
 	for name, tc := range tests {
 		_, err := config.FromEnv(env(tc.env))

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -102,7 +101,7 @@ func NewHTTPProvider(c HTTPConfig) (*HTTPProvider, error) {
 		return nil, errors.New("refund provider: REFUND_PROVIDER_URL is empty: want the provider's base URL, e.g. https://payments.example.com")
 	}
 	if err := config.CheckProviderURL(base); err != nil {
-		return nil, fmt.Errorf("refund provider: REFUND_PROVIDER_URL=%q: %w", redacted(base), err)
+		return nil, fmt.Errorf("refund provider: REFUND_PROVIDER_URL=%q: %w", config.RedactURL(base), err)
 	}
 	if strings.TrimSpace(c.Secret) == "" {
 		return nil, errors.New("refund provider: REFUND_PROVIDER_SECRET is empty: want the HMAC secret the provider checks our signatures with")
@@ -130,14 +129,6 @@ func newClient() *http.Client {
 		Transport:     http.DefaultTransport.(*http.Transport).Clone(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-// redacted is raw with any password replaced, for an error message.
-func redacted(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return "(not a URL)"
 }
 
 // Send posts r, signed, with its event ID as the idempotency key, and maps the answer (Provider's contract):

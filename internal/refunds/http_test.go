@@ -285,12 +285,13 @@ func TestNewHTTPProvider_BadConfig(t *testing.T) {
 		{"plain http elsewhere", refunds.HTTPConfig{URL: "http://pay.example.com", Secret: "s"}, "REFUND_PROVIDER_URL"},
 		{"no scheme", refunds.HTTPConfig{URL: "pay.example.com", Secret: "s"}, "REFUND_PROVIDER_URL"},
 		{"credentials", refunds.HTTPConfig{URL: "https://u:hunter2@pay.example.com", Secret: "s"}, "REFUND_PROVIDER_URL"},
+		{"credentials, not a URL", refunds.HTTPConfig{URL: "https://u:s3cret@host:bad", Secret: "s"}, "REFUND_PROVIDER_URL"},
 		{"no secret", refunds.HTTPConfig{URL: "https://pay.example.com"}, "REFUND_PROVIDER_SECRET"},
 		{"blank secret", refunds.HTTPConfig{URL: "https://pay.example.com", Secret: "  "}, "REFUND_PROVIDER_SECRET"},
 		{"negative timeout", refunds.HTTPConfig{URL: "https://pay.example.com", Secret: "s", Timeout: -time.Second}, "REFUND_PROVIDER_TIMEOUT"},
 	} {
 		_, err := refunds.NewHTTPProvider(tc.c)
-		if err == nil || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "hunter2") {
+		if err == nil || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: %v, want an error naming %s (and no password)", tc.name, err, tc.says)
 		}
 	}
