@@ -4,6 +4,7 @@ package models
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,6 +113,15 @@ func TestModel(t *testing.T) {
 	}
 }
 
+// panArgs are the C compiler's flags and pan's: with the model and its -D flags, what decides a verdict.
+var (
+	ccArgs  = []string{"-O2", "-w", "-DSAFETY", "-DNOCLAIM", "-DMEMLIM=2048", "-o", "pan", "pan.c"}
+	panArgs = []string{"-m100000"}
+)
+
+// runSpin answers pan's output for the model with flags: from the cache of verdicts when one was recorded for
+// the same model text, flags, arguments and spin and cc versions (a warm CI skips about 100 s of spin), else
+// by running spin, cc and pan, and then recording it. ORDERSAGA_SPIN_CACHE=off always runs them.
 func runSpin(t *testing.T, model string, flags []string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -124,9 +134,83 @@ func runSpin(t *testing.T, model string, flags []string) string {
 		}
 		return string(b)
 	}
+	text, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := ""
+	if os.Getenv("ORDERSAGA_SPIN_CACHE") != "off" {
+		if base, err := os.UserCacheDir(); err == nil {
+			key := verdictKey(text, flags, run("spin", "-V"), run("cc", "--version"))
+			cache = filepath.Join(base, "ordersaga", "spin", key)
+			if out, err := os.ReadFile(cache); err == nil {
+				t.Logf("verdict cached in %s", cache)
+				return string(out)
+			}
+		}
+	}
 	run("spin", append(append([]string{"-a"}, flags...), model)...)
-	run("cc", "-O2", "-w", "-DSAFETY", "-DNOCLAIM", "-DMEMLIM=2048", "-o", "pan", "pan.c")
-	return run("./pan", "-m100000")
+	run("cc", ccArgs...)
+	out := run("./pan", panArgs...)
+	if cache != "" && regexp.MustCompile(`errors: \d+`).MatchString(out) {
+		writeFileAtomic(t, cache, []byte(out))
+	}
+	return out
+}
+
+// verdictKey is what a verdict depends on: the model's text, its -D flags, cc's and pan's arguments, and
+// the versions of spin and cc.
+func verdictKey(model []byte, flags []string, spinVersion, ccVersion string) string {
+	h := sha256.New()
+	for _, part := range [][]byte{model, []byte(strings.Join(flags, "\x00")), []byte(strings.Join(ccArgs, "\x00")),
+		[]byte(strings.Join(panArgs, "\x00")), []byte(spinVersion), []byte(ccVersion)} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeFileAtomic(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Logf("verdict not cached: %v", err)
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".verdict-*")
+	if err == nil {
+		_, err = tmp.Write(b)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), path)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}
+	if err != nil {
+		t.Logf("verdict not cached: %v", err)
+	}
+}
+
+// TestVerdictKey: a verdict is reused only for the same model text, flags and tool versions.
+func TestVerdictKey(t *testing.T) {
+	base := verdictKey([]byte("model"), []string{"-DGONE"}, "Spin Version 6.5.2", "cc 12")
+	for name, k := range map[string]string{
+		"model":     verdictKey([]byte("model "), []string{"-DGONE"}, "Spin Version 6.5.2", "cc 12"),
+		"flags":     verdictKey([]byte("model"), []string{"-DGONE", "-DBUG_STOCK_FIRST"}, "Spin Version 6.5.2", "cc 12"),
+		"flag join": verdictKey([]byte("model"), []string{"-DGO", "NE"}, "Spin Version 6.5.2", "cc 12"),
+		"spin":      verdictKey([]byte("model"), []string{"-DGONE"}, "Spin Version 6.5.3", "cc 12"),
+		"cc":        verdictKey([]byte("model"), []string{"-DGONE"}, "Spin Version 6.5.2", "cc 13"),
+	} {
+		if k == base {
+			t.Errorf("another %s, the same key", name)
+		}
+	}
+	if again := verdictKey([]byte("model"), []string{"-DGONE"}, "Spin Version 6.5.2", "cc 12"); again != base {
+		t.Errorf("the same inputs, another key")
+	}
 }
 
 func summary(out string) string {
