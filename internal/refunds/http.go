@@ -76,10 +76,6 @@ type HTTPConfig struct {
 	Secret string
 	// Timeout bounds each request, whatever the caller's context (0: config.DefaultRefundProviderTimeout).
 	Timeout time.Duration
-	// Client sends the requests (nil: a client of the provider's own, following no redirect).
-	Client *http.Client
-	// Now is the clock of the signatures (nil: time.Now).
-	Now func() time.Time
 }
 
 // HTTPProvider is the Provider of a refund API that follows the wire contract above. It never puts the
@@ -89,7 +85,6 @@ type HTTPProvider struct {
 	secret   string
 	timeout  time.Duration
 	client   *http.Client
-	now      func() time.Time
 }
 
 var _ Provider = (*HTTPProvider)(nil)
@@ -109,15 +104,9 @@ func NewHTTPProvider(c HTTPConfig) (*HTTPProvider, error) {
 	if c.Timeout < 0 {
 		return nil, fmt.Errorf("refund provider: REFUND_PROVIDER_TIMEOUT %s is negative", c.Timeout)
 	}
-	p := &HTTPProvider{endpoint: base + RefundsPath, secret: c.Secret, timeout: c.Timeout, client: c.Client, now: c.Now}
+	p := &HTTPProvider{endpoint: base + RefundsPath, secret: c.Secret, timeout: c.Timeout, client: newClient()}
 	if p.timeout == 0 {
 		p.timeout = config.DefaultRefundProviderTimeout
-	}
-	if p.client == nil {
-		p.client = newClient()
-	}
-	if p.now == nil {
-		p.now = time.Now
 	}
 	return p, nil
 }
@@ -151,7 +140,7 @@ func (p *HTTPProvider) Send(ctx context.Context, r Refund) (Receipt, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(IdempotencyKeyHeader, r.EventID)
-	req.Header.Set(SignatureHeader, webhook.Sign(p.now(), body, p.secret))
+	req.Header.Set(SignatureHeader, webhook.Sign(time.Now(), body, p.secret))
 	res, err := p.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
