@@ -19,13 +19,10 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/go-sql-driver/mysql"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/server/common/dynamicconfig"
 
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
-	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // The services built from this repository: whether each serves the API, and the directory of its main.
@@ -228,10 +225,11 @@ func TestComposeServicesArePinnedOrBuilt(t *testing.T) {
 	t.Parallel()
 	p := loadCompose(t)
 	for name, svc := range p.Services {
+		_, app := appServices[name]
 		switch {
-		case svc.Build != nil:
-			if _, ok := appServices[name]; !ok {
-				t.Errorf("%s: built from this repository but not one of the app services %v", name, appServices)
+		case svc.Build != nil || builderOf(p, svc.Image) != "":
+			if !app {
+				t.Errorf("%s: runs an image built from this repository but is not one of the app services %v", name, appServices)
 			}
 		case svc.Image == "":
 			t.Errorf("%s: neither an image nor a build", name)
@@ -240,8 +238,8 @@ func TestComposeServicesArePinnedOrBuilt(t *testing.T) {
 		}
 	}
 	for name := range appServices {
-		if svc, ok := p.Services[name]; !ok || svc.Build == nil {
-			t.Errorf("%s: missing, or not built from the Dockerfile", name)
+		if svc, ok := p.Services[name]; !ok || (svc.Build == nil && builderOf(p, svc.Image) == "") {
+			t.Errorf("%s: missing, or not running the image built from the Dockerfile", name)
 		}
 	}
 }
@@ -484,59 +482,6 @@ func TestComposeRedisNeverEvictsAndKeepsAnAOF(t *testing.T) {
 	}
 	if img := p.Services["mysql"].Image; !strings.HasPrefix(img, "mysql:8.") {
 		t.Errorf("mysql image %s: want MySQL 8", img)
-	}
-}
-
-func TestTemporalSetupRegistersTheOrderSearchAttributes(t *testing.T) {
-	t.Parallel()
-	types := map[string]enumspb.IndexedValueType{
-		"Keyword": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "KeywordList": enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-		"Datetime": enumspb.INDEXED_VALUE_TYPE_DATETIME, "Int": enumspb.INDEXED_VALUE_TYPE_INT,
-		"Double": enumspb.INDEXED_VALUE_TYPE_DOUBLE, "Bool": enumspb.INDEXED_VALUE_TYPE_BOOL,
-		"Text": enumspb.INDEXED_VALUE_TYPE_TEXT,
-	}
-	f, err := os.Open(filepath.Join("temporal", "setup-namespace.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got := map[string]enumspb.IndexedValueType{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 3 && fields[0] == "add_search_attribute" {
-			typ, ok := types[fields[2]]
-			if !ok {
-				t.Errorf("setup-namespace.sh: unknown search attribute type %q", fields[2])
-			}
-			got[fields[1]] = typ
-		}
-	}
-	want := workflows.SearchAttributes()
-	for name, typ := range want {
-		if got[name] != typ {
-			t.Errorf("search attribute %s: setup-namespace.sh registers %v, workflows.SearchAttributes wants %v", name, got[name], typ)
-		}
-	}
-	for name := range got {
-		if _, ok := want[name]; !ok {
-			t.Errorf("setup-namespace.sh registers %s, which workflows.SearchAttributes does not have", name)
-		}
-	}
-}
-
-func TestTemporalDynamicConfigIsKnownToTheServer(t *testing.T) {
-	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("temporal", "dynamicconfig.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lr := dynamicconfig.LoadYamlFile(b)
-	for _, e := range append(lr.Errors, lr.Warnings...) {
-		t.Errorf("deploy/temporal/dynamicconfig.yaml: %v", e)
-	}
-	if len(lr.Map) == 0 {
-		t.Error("deploy/temporal/dynamicconfig.yaml sets nothing")
 	}
 }
 
