@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ordersaga/ordersaga"
@@ -38,6 +39,10 @@ const maxMoneyDays = 366
 
 // ErrNotARefund means the payment event exists but is not a refund (it was applied).
 var ErrNotARefund = errors.New("payment is not a refund")
+
+// ErrRefundRefEmpty means MarkRefundSent was given no provider reference (refund_ref): a refund is marked
+// sent only with the provider's name for it.
+var ErrRefundRefEmpty = errors.New("the provider's reference (refund_ref) is empty: a refund is marked sent only with one")
 
 // PaymentEntry is one payments row with its refund state.
 type PaymentEntry struct {
@@ -329,15 +334,24 @@ func (s *Store) countPayments(ctx context.Context, what, where string) (int64, e
 	return n, nil
 }
 
-// MarkRefundSent records that the provider accepted the refund of a payment event (ref: the provider's name
-// for it, may be empty). It is idempotent: the first mark stands and a later one returns it unchanged. The
-// provider's answer wins over a refusal recorded before it: a refused refund marked sent is sent, and keeps
-// its refusal's columns as history. ordersaga.ErrNotFound for an unknown event, ErrNotARefund for a payment
-// that is not refunded.
+// MarkRefundSent records that the provider accepted the refund of a payment event, with ref, the provider's
+// name for it (required: the store is the last line, and a refund is marked sent only with a reference;
+// ErrRefundRefEmpty for an empty or blank one, the row unchanged). It is idempotent: the first mark stands and
+// a later one returns it unchanged. The provider's answer wins over a refusal recorded before it: a refused
+// refund marked sent is sent, and keeps its refusal's columns as history. ordersaga.ErrNotFound for an
+// unknown event, ErrNotARefund for a payment that is not refunded (whatever ref is).
 func (s *Store) MarkRefundSent(ctx context.Context, eventID, ref string) (PaymentEntry, error) {
-	return s.updateRefund(ctx, "mark refund sent", eventID, `UPDATE payments SET refund_sent_at = ?, refund_ref = ?
+	const what = "mark refund sent"
+	if strings.TrimSpace(ref) == "" {
+		e, err := s.readRefund(ctx, what, eventID)
+		if err != nil {
+			return e, err
+		}
+		return e, fmt.Errorf("%s %s: %w", what, eventID, ErrRefundRefEmpty)
+	}
+	return s.updateRefund(ctx, what, eventID, `UPDATE payments SET refund_sent_at = ?, refund_ref = ?
 		WHERE event_id = ? AND refunded_at IS NOT NULL AND refund_sent_at IS NULL`,
-		s.now(), nullable(clip(ref, refundRefChars)), eventID)
+		s.now(), clip(ref, refundRefChars), eventID)
 }
 
 // MarkRefundRefused records that the provider refused the refund of a payment event for good (reason: the
@@ -370,6 +384,12 @@ func (s *Store) updateRefund(ctx context.Context, what, eventID, update string, 
 	if err := s.db.WithContext(ctx).Exec(update, args...).Error; err != nil {
 		return PaymentEntry{}, fmt.Errorf("%s %s: %w", what, eventID, err)
 	}
+	return s.readRefund(ctx, what, eventID)
+}
+
+// readRefund reads an event's row: ordersaga.ErrNotFound when there is none, ErrNotARefund (with the row)
+// when it is not a refund.
+func (s *Store) readRefund(ctx context.Context, what, eventID string) (PaymentEntry, error) {
 	got, err := s.paymentEntries(ctx, what+" "+eventID, "event_id = ?", eventID)
 	switch {
 	case err != nil:
