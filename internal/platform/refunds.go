@@ -18,16 +18,12 @@ import (
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
-// RefundSendInput is the sender's run input the configuration describes (REFUND_PROVIDER_TIMEOUT).
-func RefundSendInput(cfg config.Config) workflows.RefundSendInput {
-	return workflows.RefundSendInput{ProviderTimeout: cfg.Refunds.ProviderTimeout}
-}
-
 // StartRefundSender starts the refund sender of a worker whose configuration names a provider
-// (REFUND_PROVIDER_URL): the HTTP adapter to it, a worker of workflows.RefundTaskQueue with
-// RefundSendWorkflow and its activities on store, and the Schedule that runs it every REFUND_SEND_INTERVAL.
-// Without a provider it starts nothing, says in the log that refunds are recorded but not sent, and returns a
-// no-op stop. Metrics go on reg.
+// (REFUND_PROVIDER_URL): the HTTP adapter to it (the local stack's in-process simulator is reached the same
+// way), a worker of workflows.RefundTaskQueue with RefundSendWorkflow and its activities on store, and the
+// Schedule that runs it every REFUND_SEND_INTERVAL with REFUND_PROVIDER_TIMEOUT in its input. Without a
+// provider it starts nothing, says in the log that refunds are recorded but not sent, and returns a no-op
+// stop. Metrics go on reg.
 func StartRefundSender(ctx context.Context, c client.Client, store *sqlstore.Store, cfg config.Config, reg prometheus.Registerer,
 	logger *slog.Logger) (stop func(), err error) {
 	if !cfg.Refunds.SenderOn() {
@@ -40,13 +36,6 @@ func StartRefundSender(ctx context.Context, c client.Client, store *sqlstore.Sto
 	if err != nil {
 		return nil, err
 	}
-	return StartRefundSenderWith(ctx, c, store, p, cfg, reg, logger)
-}
-
-// StartRefundSenderWith is StartRefundSender with the provider given (the local stack's in-process simulator
-// is reached through the same HTTP adapter; tests may pass another).
-func StartRefundSenderWith(ctx context.Context, c client.Client, store *sqlstore.Store, p refunds.Provider, cfg config.Config,
-	reg prometheus.Registerer, logger *slog.Logger) (stop func(), err error) {
 	m, err := refundsend.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("refund sender metrics: %w", err)
@@ -59,7 +48,7 @@ func StartRefundSenderWith(ctx context.Context, c client.Client, store *sqlstore
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start the refund sender's worker: %w", err)
 	}
-	if err := EnsureRefundSchedule(ctx, c, cfg.Refunds.SendInterval, RefundSendInput(cfg)); err != nil {
+	if err := EnsureRefundSchedule(ctx, c, cfg.Refunds.SendInterval, workflows.RefundSendInput{ProviderTimeout: cfg.Refunds.ProviderTimeout}); err != nil {
 		w.Stop()
 		return nil, err
 	}
