@@ -14,14 +14,18 @@ import (
 var refundActs *activities.RefundSender
 
 // RefundSendWorkflow is one run of the refund sender: page after page of the refund outbox (oldest first),
-// it sends each refund to the provider as an activity, Parallel at once (a window: as one ends the next starts), each retried with backoff for up to
-// Patience. A refund is marked sent only with the provider's reference, or its permanent refusal recorded; the
+// it sends each refund to the provider as an activity, Parallel at once (a window: as one ends the next
+// starts), each retried with backoff for up to its patience (RefundSendPatience). A refund is marked sent only with the provider's reference, or its permanent refusal recorded; the
 // event ID is the provider's idempotency key, so a send repeated after a crash or a lost answer is answered
 // with the first refund. When a send still fails after its patience (the provider is down), the run lets the
 // page's other sends finish and stops: the rest waits in the outbox for the next run. A Temporal Schedule
 // (RefundSendScheduleID, overlap SKIP) starts it every REFUND_SEND_INTERVAL.
 func RefundSendWorkflow(ctx workflow.Context, in RefundSendInput) (RefundSendResult, error) {
 	var res RefundSendResult
+	if in.ProviderTimeout <= 0 {
+		err := fmt.Errorf("refund send input: provider timeout %s must be positive (REFUND_PROVIDER_TIMEOUT)", in.ProviderTimeout)
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeBadInput, err)
+	}
 	pageSize, parallel := orDefault(in.PageSize, DefaultRefundPage), orDefault(in.Parallel, DefaultRefundParallel)
 	readCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
@@ -32,15 +36,15 @@ func RefundSendWorkflow(ctx workflow.Context, in RefundSendInput) (RefundSendRes
 	sendCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// An attempt may take the provider's bound, then the mark; it heartbeats meanwhile, so a worker
 		// killed in the middle is found out within the heartbeat timeout and the send retried on another.
-		StartToCloseTimeout:    orDefault(in.ProviderTimeout, DefaultRefundProviderTimeout) + 10*time.Second,
+		StartToCloseTimeout:    RefundSendAttempt(in.ProviderTimeout),
 		HeartbeatTimeout:       5 * activities.RefundHeartbeatEvery,
-		ScheduleToCloseTimeout: orDefault(in.Patience, DefaultRefundSendPatience),
+		ScheduleToCloseTimeout: orDefault(in.Patience, RefundSendPatience(in.ProviderTimeout)),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 15 * time.Second,
 		},
 	})
 	var afterID int64
-	for range orDefault(in.MaxPages, DefaultRefundMaxPages) {
+	for range RefundMaxPages {
 		var page []activities.RefundToSend
 		err := workflow.ExecuteActivity(readCtx, refundActs.PendingRefunds, activities.RefundPageInput{
 			AfterID: afterID, Limit: pageSize,

@@ -16,32 +16,44 @@ const RefundTaskQueue = "ordersaga-refunds"
 // a time); its runs get workflow IDs RefundSendScheduleID + "-" + the scheduled time.
 const RefundSendScheduleID = "ordersaga-refund-sender"
 
-// Defaults of a refund send run.
+// Bounds of a refund send run.
 const (
 	// DefaultRefundPage is the refunds one activity reads from the outbox.
 	DefaultRefundPage = 100
-	// DefaultRefundMaxPages bounds one run (its history: about three events per refund); what is left waits
-	// for the next run.
-	DefaultRefundMaxPages = 20
+	// RefundMaxPages bounds one run (its history: about three events per refund); what is left waits for the
+	// next run.
+	RefundMaxPages = 20
 	// DefaultRefundParallel is the refunds of a page sent at once.
 	DefaultRefundParallel = 8
-	// DefaultRefundProviderTimeout is the provider's request bound the send activity's timeout allows for
-	// (REFUND_PROVIDER_TIMEOUT's default).
-	DefaultRefundProviderTimeout = 10 * time.Second
-	// DefaultRefundSendPatience is how long one refund's send is retried within a run before the run stops
-	// and leaves it, and the rest of the outbox, to the next run.
-	DefaultRefundSendPatience = 2 * time.Minute
+	// MinRefundSendPatience is the least time one refund's send is retried within a run (RefundSendPatience).
+	MinRefundSendPatience = 2 * time.Minute
+	// refundMarkTime is what an attempt of a send allows, beyond the provider's timeout, to mark the answer.
+	refundMarkTime = 10 * time.Second
 )
 
-// RefundSendInput configures one run of the refund sender; the zero value means the defaults.
+// RefundSendAttempt bounds one attempt of a send (its start-to-close timeout): the provider's timeout, then
+// the mark.
+func RefundSendAttempt(providerTimeout time.Duration) time.Duration {
+	return providerTimeout + refundMarkTime
+}
+
+// RefundSendPatience is how long one refund's send is retried within a run (its schedule-to-close timeout)
+// before the run stops and leaves it, and the rest of the outbox, to the next run: MinRefundSendPatience, or
+// three attempts that each take their whole bound when that is longer, so a provider's long timeout still
+// leaves room for a retry.
+func RefundSendPatience(providerTimeout time.Duration) time.Duration {
+	return max(MinRefundSendPatience, 3*RefundSendAttempt(providerTimeout))
+}
+
+// RefundSendInput configures one run of the refund sender. ProviderTimeout is required; the other zero
+// values mean the defaults.
 type RefundSendInput struct {
 	PageSize int // refunds per page (0 = DefaultRefundPage)
-	MaxPages int // pages per run (0 = DefaultRefundMaxPages)
 	Parallel int // sends of a page at once (0 = DefaultRefundParallel)
 	// ProviderTimeout is the workers' REFUND_PROVIDER_TIMEOUT: one attempt of a send may take that long
-	// (0 = DefaultRefundProviderTimeout).
+	// (the worker that ensures the Schedule gives it; 0 is a bad input).
 	ProviderTimeout time.Duration
-	// Patience bounds one refund's retries within a run (0 = DefaultRefundSendPatience).
+	// Patience bounds one refund's retries within a run (0 = RefundSendPatience(ProviderTimeout)).
 	Patience time.Duration
 }
 

@@ -18,11 +18,14 @@ import (
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
+// refundTimeout is the provider's timeout of the refund tests: the HTTP adapter's and the runs' input.
+const refundTimeout = 500 * time.Millisecond
+
 // refundEnv is a sender workflow on the SDK's test environment with the real activities: the test's store
 // and the HTTP adapter to base.
 func refundEnv(t *testing.T, store *sqlstore.Store, base, secret string) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	p, err := refunds.NewHTTPProvider(refunds.HTTPConfig{URL: base, Secret: secret, Timeout: 500 * time.Millisecond})
+	p, err := refunds.NewHTTPProvider(refunds.HTTPConfig{URL: base, Secret: secret, Timeout: refundTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +61,7 @@ func TestRefundSend_PagesThroughTheOutbox(t *testing.T) {
 
 	for run, want := range []int{23, 0} {
 		env := refundEnv(t, store, srv.URL, "s")
-		env.ExecuteWorkflow(RefundSendWorkflow, RefundSendInput{PageSize: 5, Parallel: 3})
+		env.ExecuteWorkflow(RefundSendWorkflow, RefundSendInput{PageSize: 5, Parallel: 3, ProviderTimeout: refundTimeout})
 		var res RefundSendResult
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatalf("run %d: %v", run, err)
@@ -81,7 +84,7 @@ func TestRefundSend_ProviderDownDefersToTheNextRun(t *testing.T) {
 	prefix := "dn" + testenv.RandomID(6)
 	recordRefunds(t, store, prefix, 12)
 	env := refundEnv(t, store, "http://"+testenv.ClosedAddr(t), "s")
-	env.ExecuteWorkflow(RefundSendWorkflow, RefundSendInput{Parallel: 4, Patience: 3 * time.Second})
+	env.ExecuteWorkflow(RefundSendWorkflow, RefundSendInput{Parallel: 4, ProviderTimeout: refundTimeout, Patience: 3 * time.Second})
 	var res RefundSendResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatalf("the run failed instead of deferring: %v", err)
