@@ -329,6 +329,7 @@ func (s *stack) startProvider() error {
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	s.onStop("refund provider simulator", func() error {
+		sim.Close() // ends the requests a blackhole or a lost answer holds: the shutdown need not wait for them
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		return srv.Shutdown(ctx)
