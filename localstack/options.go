@@ -84,7 +84,7 @@ Flags:
 	fs.IntVar(&o.temporalPort, flagTemporalPort, 7233, "`port` of the in-process Temporal server's frontend (gRPC)")
 	fs.IntVar(&o.uiPort, flagUIPort, 8233, "`port` of the Temporal UI")
 	fs.IntVar(&o.redisPort, flagRedisPort, 6380, "`port` of the embedded Redis (unused with REDIS_ADDR)")
-	fs.IntVar(&o.providerPort, flagProviderPort, 8091, "`port` of the refund provider simulator the refund sender sends to (unused with REFUND_PROVIDER_URL)")
+	fs.IntVar(&o.providerPort, flagProviderPort, refundsim.DefaultPort, "`port` of the refund provider simulator the refund sender sends to (unused with REFUND_PROVIDER_URL)")
 	fs.BoolVar(&o.demo, "demo", true, "create the demo SKUs when the inventory is empty")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "`host:port` to serve Go's profiler on (/debug/pprof/; off when empty), e.g. during a flash sale: go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=10")
 	if err := fs.Parse(args[1:]); err != nil {

@@ -19,8 +19,8 @@ func runRefunds(ctx context.Context, args []string, getenv func(string) string, 
 		asJSON   bool
 	)
 	fs := newFlags("paysim refunds", "paysim refunds [flags]", stdout)
-	fs.StringVar(&provider, "provider", or(getenv("REFUND_PROVIDER_URL"), "http://127.0.0.1:8091"),
-		"base URL of the refund provider simulator (default REFUND_PROVIDER_URL, else http://127.0.0.1:8091)")
+	fs.StringVar(&provider, "provider", or(getenv("REFUND_PROVIDER_URL"), refundsim.DefaultURL),
+		"base URL of the refund provider simulator (default REFUND_PROVIDER_URL, else "+refundsim.DefaultURL+")")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	if _, err := parseN(fs, args, 0, "refunds takes no argument"); err != nil {
 		return err

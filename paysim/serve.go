@@ -40,7 +40,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		seed                  int64
 	)
 	fs := newFlags("paysim serve", "paysim serve [flags]", stdout)
-	fs.StringVar(&addr, "addr", "127.0.0.1:8091", "address to listen on (port 0: any free port)")
+	fs.StringVar(&addr, "addr", refundsim.DefaultAddr, "address to listen on (port 0: any free port)")
 	// No default shown: it may be a real secret.
 	fs.StringVar(&secret, "secret", "", "secrets the requests may be signed with, comma-separated (default: REFUND_PROVIDER_SECRET, else the local stack's "+refundsim.LocalStackSecret+")")
 	fs.Var(&fail, "fail-share", "`share` (0 to 1) of requests answered 503, nothing executed")

@@ -17,7 +17,7 @@ const (
 
 // DefaultProviderURL is the local stack's refund provider (its in-process simulator), when neither
 // --provider nor REFUND_PROVIDER_URL names one.
-const DefaultProviderURL = "http://127.0.0.1:8091"
+const DefaultProviderURL = refundsim.DefaultURL
 
 // Waits for the refunds of the run to reach the provider after the settle, and for its report.
 const (
