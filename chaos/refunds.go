@@ -158,11 +158,9 @@ func judgeRefunds(rows []paymentRow, rep refundsim.Report, killed []string, c ma
 func (r *runState) waitRefundsSent(ctx context.Context) error {
 	deadline := time.Now().Add(settleRefunds)
 	for {
-		var n int64
-		err := r.t.store.DB().WithContext(ctx).Raw(`SELECT COUNT(*) FROM payments
-			WHERE refunded_at IS NOT NULL AND refund_sent_at IS NULL AND refund_refused_at IS NULL`).Scan(&n).Error
+		n, err := r.t.store.CountPendingRefunds(ctx)
 		if err != nil {
-			return fmt.Errorf("count unsent refunds: %w", err)
+			return err
 		}
 		if n == 0 || time.Now().After(deadline) {
 			return nil
