@@ -10,7 +10,8 @@ import (
 	"syscall"
 )
 
-// The kill points, each placed in package activities.
+// The order saga's kill points, each in an activity of package activities (the refund sender's,
+// RefundAfterSend, is in internal/refundsend).
 const (
 	// ReserveAfterScript is in ReserveLine, right after the Redis reserve script answered a hold, before the
 	// activity returns.
@@ -26,9 +27,10 @@ const (
 // Points lists every kill point of the order saga, in the saga's order.
 var Points = []string{ReserveAfterScript, DeductAfterCommit, CompensateMiddle}
 
-// RefundAfterSend is in SendRefund (the refund sender's activity), right after the payment provider answered
-// the refund and before it is marked sent: the provider has executed it, the database does not know. Its hits
-// are named by the refund's payment event ID (where the saga's points name an order).
+// RefundAfterSend is in refundsend.Sender.Send (what the refund sender's activity SendRefund runs), right
+// after the payment provider answered the refund and before it is marked sent: the provider has executed it,
+// the database does not know. Its hits are named by the refund's payment event ID (where the saga's points
+// name an order).
 const RefundAfterSend = "refund-after-send"
 
 // AllPoints is every point ORDERSAGA_KILL_AT accepts: the saga's and the refund sender's.

@@ -169,8 +169,8 @@ func MustOpenRedisSKU(tb testing.TB, avail int64) (*redisstock.Store, string) {
 
 // ClosedAddr is a local address nothing listens on: a connection to it is refused at once. Its port is held
 // (bound, never listening) until the test ends, so no server another test starts meanwhile can take it and
-// answer, or hang, in its place (a Redis client of a freed port once met an in-process server there, waited
-// out its deadlines instead of being refused, and the reserve never fell back to the database).
+// answer, or hang, in its place: use it, never a port freed after use, wherever a test needs a peer that
+// refuses.
 func ClosedAddr(tb testing.TB) string {
 	tb.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)

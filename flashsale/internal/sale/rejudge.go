@@ -28,7 +28,8 @@ func ReadReport(dir string) (*Report, error) {
 // Rejudge takes the verdict of a finished run again, when the stack has had time to settle (an overloaded
 // stack can take longer than --quiet-timeout to drain): it reads the run's SKUs and every order that was not
 // final anew from the API at cfg.Target, and the database when cfg (or opts.DB) names one, and judges the
-// same orders and payments again. Only cfg.Target, cfg.Grace, the database and cfg.RequestTimeout are used.
+// same orders and payments again. Only cfg.Target, cfg.Grace, the database, cfg.RequestTimeout and the
+// refund provider's cfg.ProviderURL (--provider) and cfg.ProviderCheck (--provider-check) are used.
 func Rejudge(ctx context.Context, cfg Config, opts Options, rep *Report) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
