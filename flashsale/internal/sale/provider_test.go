@@ -2,7 +2,6 @@ package sale
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/ordersaga/ordersaga/internal/refunds"
 	"github.com/ordersaga/ordersaga/internal/refundsim"
 	"github.com/ordersaga/ordersaga/internal/refundsim/refundsimtest"
+	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
 // TestProviderReportFromPaysim reads the report of a real `paysim serve` after one refund was sent to it the
@@ -57,12 +57,7 @@ func TestProviderReportFromPaysim(t *testing.T) {
 // TestAwaitProviderUnreachable: auto says once that the refunds were not checked; on is an error naming the
 // flag; off does not look.
 func TestAwaitProviderUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there now
+	dead := "http://" + testenv.ClosedAddr(t)
 	for _, c := range []struct {
 		mode, wantSkipped, wantErr string
 	}{
