@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,6 +76,7 @@ type admissionLeases struct {
 	beating, killed    bool
 	lastReap           map[string]time.Time
 	reaping            map[string]bool
+	renewals           atomic.Int64 // heartbeats that renewed every lease held: a test lets time pass after one
 }
 
 func (r *Gate) leases() *admissionLeases {
@@ -247,12 +249,15 @@ func (r *Gate) heartbeat() {
 		l.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), l.lease)
-		_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, sku := range skus {
 				p.Set(ctx, r.rs.AdmissionLeaseKey(sku, l.owner), 1, l.lease)
 			}
 			return nil
-		}) // a failed renewal is retried at the next tick; the lease outlives several
+		})
+		if err == nil {
+			l.renewals.Add(1)
+		} // a failed renewal is retried at the next tick; the lease outlives several
 		for sku, qty := range owed {
 			if r.unadmitLine(ctx, sku, qty) == nil {
 				l.mu.Lock()

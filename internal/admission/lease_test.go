@@ -22,8 +22,11 @@ const (
 )
 
 // admissionProcesses returns n admission gates on one Redis, as n API processes would have, and advance, which
-// lets d pass for Redis's expiries and for the processes' heartbeats alike (real time, and on miniredis its
-// clock too), in steps of testRenew.
+// lets d pass for Redis's expiries and for the processes' heartbeats alike, in steps of testRenew. A step
+// ends once every process whose heartbeat runs has renewed its leases since the step began (about testRenew
+// of real time, longer on a loaded machine), and only then moves miniredis's clock by the step: a live
+// process's lease expires only if its heartbeat stops, never because the machine was too busy to run it
+// before the clock moved. With no heartbeat running the step is testRenew of real time.
 func admissionProcesses(t *testing.T, n int) ([]*admission.Gate, func(d time.Duration)) {
 	t.Helper()
 	var (
@@ -46,14 +49,43 @@ func admissionProcesses(t *testing.T, n int) ([]*admission.Gate, func(d time.Dur
 		t.Cleanup(procs[i].Kill)
 	}
 	advance := func(d time.Duration) {
+		t.Helper()
 		for ; d > 0; d -= testRenew {
+			if !renewedOnce(t, procs) {
+				time.Sleep(min(d, testRenew))
+			}
 			if mr != nil {
 				mr.FastForward(min(d, testRenew))
 			}
-			time.Sleep(min(d, testRenew))
 		}
 	}
 	return procs, advance
+}
+
+// renewedOnce waits until each of procs whose heartbeat runs has renewed its leases once more (or stopped
+// beating), and reports whether any heartbeat ran.
+func renewedOnce(t *testing.T, procs []*admission.Gate) bool {
+	t.Helper()
+	before := make([]int64, len(procs))
+	ran := false
+	for i, p := range procs {
+		n, beating := p.Renewals()
+		before[i], ran = n, ran || beating
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for i, p := range procs {
+		for {
+			n, beating := p.Renewals()
+			if n > before[i] || !beating {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d's heartbeat has not renewed its leases for 30s (every %v)", i, testRenew)
+			}
+			time.Sleep(testRenew / 20)
+		}
+	}
+	return ran
 }
 
 // TestAdmitLeases: the units an API process counted stay counted exactly as long as it lives. While it is

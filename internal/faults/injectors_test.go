@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,12 +89,26 @@ func TestRedisServerFaults(t *testing.T) {
 		t.Errorf("after Restart: GET k = %v, want nil (no persistence)", err)
 	}
 
+	// StopFor for longer than the test waits, ended by its context once the server's port refuses: the port
+	// stays closed from the kill until the context ends, a window no wait for time can miss on a loaded machine.
+	stopCtx, restart := context.WithCancel(ctx)
+	defer restart()
 	stopped := make(chan error, 1)
-	go func() { stopped <- r.StopFor(ctx, time.Second) }()
-	time.Sleep(300 * time.Millisecond)
+	go func() { stopped <- r.StopFor(stopCtx, time.Minute) }()
+	for deadline := time.Now().Add(30 * time.Second); !refuses(r.Addr()); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("during StopFor: the server's port still accepts 30s after the stop began")
+		}
+	}
 	if err := rdb.Ping(ctx).Err(); err == nil {
 		t.Error("during StopFor: PING answered")
 	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("StopFor returned (%v) before its context ended or its minute passed", err)
+	default:
+	}
+	restart()
 	must(t, <-stopped)
 	must(t, rdb.Ping(ctx).Err())
 
@@ -128,6 +144,15 @@ func TestRedisServerFaults(t *testing.T) {
 	if got := r.Faults(); got != 5 {
 		t.Errorf("Faults() = %d, want 5", got)
 	}
+}
+
+// refuses reports whether a TCP connection to addr is refused (nothing listens there).
+func refuses(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // TestKillConnectionsOfUser proves that every pooled connection on the database is killed, and no other.

@@ -106,7 +106,12 @@ func benchCleanupWhilePlacing(b *testing.B, pause time.Duration) {
 				time.Sleep(pause) // as IdempotencyCleanupWorkflow rests between two full batches
 			}
 		}()
-		time.Sleep(time.Second) // the cleanup under way
+		// The window starts once the cleanup is under way: its first batch deleted.
+		for deadline := time.Now().Add(time.Minute); deleted.Load() == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatal("the cleanup deleted no row in a minute")
+			}
+		}
 		stop = make(chan struct{})
 		start = time.Now()
 		deletedBefore := deleted.Load()
