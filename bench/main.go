@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ordersaga/ordersaga/internal/gitrev"
 	"github.com/ordersaga/ordersaga/internal/placement"
 )
 
@@ -143,7 +144,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	text := stdout
 	if o.markdown {
 		text = os.Stderr
-		writeMarkdown(stdout, pairs, runInfo{CPUs: runtime.NumCPU(), CPU: cpuModel(), Commit: gitCommit("."), Started: started})
+		writeMarkdown(stdout, pairs, runInfo{CPUs: runtime.NumCPU(), CPU: cpuModel(), Commit: gitrev.Commit("."), Started: started})
 	}
 	writeTable(text, pairs, started, loadBefore, loadAverage(), o)
 	fmt.Fprint(text, details.String())

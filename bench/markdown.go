@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"time"
 )
@@ -58,23 +57,3 @@ func writeMarkdown(w io.Writer, pairs []pair, run runInfo) {
 
 // cell escapes what would end a Markdown table cell.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-// gitCommit is the short hash of dir's HEAD, with "+dirty" when the tree differs from it (a file changed or
-// not tracked), so that a row measured on uncommitted code says so; "unknown" outside a repository.
-func gitCommit(dir string) string {
-	git := func(args ...string) (string, error) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		return strings.TrimSpace(string(out)), err
-	}
-	head, err := git("rev-parse", "--short", "HEAD")
-	if err != nil || head == "" {
-		return "unknown"
-	}
-	status, err := git("status", "--porcelain")
-	if err != nil || status != "" {
-		return head + "+dirty"
-	}
-	return head
-}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ordersaga/ordersaga/internal/gitrev"
 )
 
 // TestMain lets the test binary play the Temporal server process (the run re-executes its own binary with
@@ -44,7 +46,7 @@ func runChecked(t *testing.T, sc scenario) result {
 	}
 	t.Logf("%s (%s)", res.Line(), time.Since(start).Round(time.Second))
 	var rows strings.Builder
-	writeMarkdown(&rows, res, markdownRun{Commit: gitCommit("."), Started: start,
+	writeMarkdown(&rows, res, markdownRun{Commit: gitrev.Commit("."), Started: start,
 		Command: fmt.Sprintf("MYSQL_DSN=… go test -count=1 -v -run '^%s$' ./chaos", t.Name())})
 	t.Logf("RELIABILITY.md rows:\n%s", rows.String())
 	for _, k := range invariantCounters {

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ordersaga/ordersaga/internal/gitrev"
 )
 
 func main() {
@@ -67,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, res.Line())
 	if sc.Markdown {
 		fmt.Fprintln(stdout)
-		writeMarkdown(stdout, res, markdownRun{Commit: gitCommit("."), Started: started, Command: "go run ./chaos " + strings.Join(args, " ")})
+		writeMarkdown(stdout, res, markdownRun{Commit: gitrev.Commit("."), Started: started, Command: "go run ./chaos " + strings.Join(args, " ")})
 	}
 	if !res.OK() {
 		return 1

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -60,23 +59,4 @@ func writeMarkdown(w io.Writer, res result, run markdownRun) {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | `%s` |\n", r.kind, r.injected, invariants, orders, recovery,
 			run.Commit, run.Started.UTC().Format("2006-01-02"), run.Command)
 	}
-}
-
-// gitCommit is the short hash of dir's HEAD, with "+dirty" when the tree differs from it (a file changed or
-// not tracked), so that a row run on uncommitted code says so; "unknown" outside a repository.
-func gitCommit(dir string) string {
-	git := func(args ...string) (string, error) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		return strings.TrimSpace(string(out)), err
-	}
-	head, err := git("rev-parse", "--short", "HEAD")
-	if err != nil || head == "" {
-		return "unknown"
-	}
-	if status, err := git("status", "--porcelain"); err != nil || status != "" {
-		return head + "+dirty"
-	}
-	return head
 }

@@ -215,6 +215,11 @@ var layers = []layer{
 		forbid: []string{"net/...", "database/sql/..."},
 	},
 	{
+		name:   "internal/gitrev: the commit a measurement ran on (git), standard library only",
+		pkgs:   paths("internal/gitrev"),
+		forbid: []string{"net/...", "database/sql/..."},
+	},
+	{
 		name:   "internal/netport: the port picker, standard library only",
 		pkgs:   paths("internal/netport/..."),
 		forbid: []string{"database/sql/..."},
