@@ -37,7 +37,7 @@ find_promtool() {
 }
 
 promtool="$(find_promtool)"
-"$promtool" --version 2>&1 | head -n 1
+"$promtool" --version 2>&1 | sed -n 1p
 
 cd "$dir"
 "$promtool" check rules alerts.yml redis.yml
