@@ -2,6 +2,7 @@ package sale
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -67,20 +68,29 @@ func TestToolCPUWarnsOnlyForAStackOnThisMachine(t *testing.T) {
 	}
 }
 
+// TestProcessCPUCountsWhatTheProcessSpends spins until the process's CPU time has grown by 30 ms (on a loaded
+// machine that takes longer than 30 ms of wall time, so the test waits for the count, not for a duration): a
+// count that stood still would not get there within 10 s. The count must not exceed what the process's
+// threads could have spent meanwhile.
 func TestProcessCPUCountsWhatTheProcessSpends(t *testing.T) {
 	before, ok := processCPU()
 	if !ok {
 		t.Skip("this system does not report the process's CPU")
 	}
-	// Spin for 100 ms of wall time on this goroutine: at least most of it is CPU.
+	start := time.Now()
 	x := uint64(1)
-	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
-		for range 1000 {
+	var d time.Duration
+	for d < 30*time.Millisecond {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the process's CPU grew by %s over 10 s of spinning (x=%d), want 30 ms", d, x)
+		}
+		for range 100000 {
 			x = x*6364136223846793005 + 1442695040888963407
 		}
+		now, _ := processCPU()
+		d = now - before
 	}
-	after, _ := processCPU()
-	if d := after - before; d < 30*time.Millisecond {
-		t.Errorf("the process spent %s of CPU over 100 ms of spinning (x=%d), want at least 30 ms", d, x)
+	if most := time.Since(start)*time.Duration(runtime.NumCPU()) + 20*time.Millisecond; d > most {
+		t.Errorf("the process spent %s of CPU in %s of wall time on %d CPUs, more than it could", d, time.Since(start), runtime.NumCPU())
 	}
 }
