@@ -25,8 +25,13 @@ import (
 // mustSucceed runs the steps that must succeed of one workflow and keeps its SAStuckStep.
 type mustSucceed struct {
 	logger log.Logger
-	window time.Duration // each window of a step (0 = StuckAfter)
+	window time.Duration // each window of a step
 	stuck  int           // steps past their first window, not yet ended
+}
+
+// newMustSucceed keeps the steps of one workflow, in windows of window (0 = StuckAfter).
+func newMustSucceed(logger log.Logger, window time.Duration) *mustSucceed {
+	return &mustSucceed{logger: logger, window: orDefault(window, StuckAfter)}
 }
 
 // step is one step that must succeed, started.
@@ -67,7 +72,7 @@ func (s *step) get(out any) error {
 		}
 		workflow.GetMetricsHandler(s.ctx).WithTags(map[string]string{"step": name}).Counter(MetricStepStuck).Inc(1)
 		s.m.logger.Error("a step that must succeed is stuck; running it again", "step", name,
-			"stuck_after", orDefault(s.m.window, StuckAfter), "error", err)
+			"stuck_after", s.m.window, "error", err)
 		if !s.stuck {
 			s.stuck = true
 			s.m.markStuck(s.ctx, name)

@@ -48,11 +48,11 @@ var (
 )
 
 // mustSucceedOptions is for compensation, record keeping and the application of a payment: retry until it
-// works, however long, in windows (0 = StuckAfter; must_succeed.go): each window without success says so.
+// works, however long, in windows (must_succeed.go): each window without success says so.
 func mustSucceedOptions(window time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,
-		ScheduleToCloseTimeout: orDefault(window, StuckAfter),
+		ScheduleToCloseTimeout: window,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 			MaximumAttempts: 0,
@@ -63,7 +63,6 @@ func mustSucceedOptions(window time.Duration) workflow.ActivityOptions {
 // stuckOptions run a step again once a window of it ended without success: at once, then every 30 s (the
 // interval its retries had reached; a quarter of a window shorter than two minutes), for another window.
 func stuckOptions(window time.Duration) workflow.ActivityOptions {
-	window = orDefault(window, StuckAfter)
 	every := min(30*time.Second, window/4)
 	return workflow.ActivityOptions{
 		StartToCloseTimeout:    10 * time.Second,

@@ -101,7 +101,7 @@ func newOrderWorkflow(ctx workflow.Context, in OrderInput) *orderWorkflow {
 		in:         in,
 		order:      ordersaga.Order{OrderID: in.OrderID, UserID: in.UserID, Status: ordersaga.StatusReserving, Lines: lines},
 		logger:     logger,
-		steps:      &mustSucceed{logger: logger, window: in.StuckAfter},
+		steps:      newMustSucceed(logger, in.StuckAfter),
 		payResults: map[string]ordersaga.PaymentResult{},
 		payErrs:    map[string]error{},
 		recording:  map[string]bool{},

@@ -19,7 +19,7 @@ func RefundWorkflow(ctx workflow.Context, p ordersaga.PaymentRecord) (ordersaga.
 	if p.Detail == "" {
 		p.Detail = "payment for an order that is closed or unknown"
 	}
-	steps := &mustSucceed{logger: workflow.GetLogger(ctx)}
+	steps := newMustSucceed(workflow.GetLogger(ctx), 0)
 	var rec ordersaga.PaymentRecord
 	if err := steps.run(ctx, &rec, acts.RecordPayment, p); err != nil {
 		return ordersaga.PaymentRecord{}, err

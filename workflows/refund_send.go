@@ -15,11 +15,12 @@ var refundActs *activities.RefundSender
 
 // RefundSendWorkflow is one run of the refund sender: page after page of the refund outbox (oldest first),
 // it sends each refund to the provider as an activity, Parallel at once (a window: as one ends the next
-// starts), each retried with backoff for up to its patience (RefundSendPatience). A refund is marked sent only with the provider's reference, or its permanent refusal recorded; the
-// event ID is the provider's idempotency key, so a send repeated after a crash or a lost answer is answered
-// with the first refund. When a send still fails after its patience (the provider is down), the run lets the
-// page's other sends finish and stops: the rest waits in the outbox for the next run. A Temporal Schedule
-// (RefundSendScheduleID, overlap SKIP) starts it every REFUND_SEND_INTERVAL.
+// starts), each retried with backoff for up to its patience (RefundSendPatience). A refund is marked sent
+// only with the provider's reference, or its permanent refusal recorded; the event ID is the provider's
+// idempotency key, so a send repeated after a crash or a lost answer is answered with the first refund. When
+// a send still fails after its patience (the provider is down), the run lets the page's other sends finish
+// and stops: the rest waits in the outbox for the next run. A Temporal Schedule (RefundSendScheduleID,
+// overlap SKIP) starts it every REFUND_SEND_INTERVAL.
 func RefundSendWorkflow(ctx workflow.Context, in RefundSendInput) (RefundSendResult, error) {
 	var res RefundSendResult
 	if in.ProviderTimeout <= 0 {
