@@ -1,8 +1,6 @@
 package deploy_test
 
 import (
-	"errors"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -141,22 +139,29 @@ type prometheusConfig struct {
 	} `yaml:"scrape_configs"`
 }
 
-// readPrometheusConfig reads deploy/prometheus/prometheus.yml; it skips the test only while the file does
-// not exist.
+// readPrometheusConfig reads deploy/prometheus/prometheus.yml.
 func readPrometheusConfig(t *testing.T) prometheusConfig {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("prometheus", "prometheus.yml"))
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skip("deploy/prometheus/prometheus.yml does not exist yet: no scrape config to check")
+	var c prometheusConfig
+	if !readYAML(t, filepath.Join("prometheus", "prometheus.yml"), &c) {
+		t.FailNow()
 	}
+	return c
+}
+
+// readYAML decodes the YAML file path into v; false (the test marked failed) when it does not parse. A file
+// that cannot be read ends the test.
+func readYAML(t *testing.T, path string, v any) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c prometheusConfig
-	if err := yaml.Unmarshal(b, &c); err != nil {
-		t.Fatalf("deploy/prometheus/prometheus.yml: %v", err)
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Errorf("%s: %v", path, err)
+		return false
 	}
-	return c
+	return true
 }
 
 // TestPrometheusScrapesComposeServices: each scrape target is a service of the file (or Prometheus itself)
@@ -245,13 +250,8 @@ func TestPrometheusRuleFilesAreInTheMount(t *testing.T) {
 			continue
 		}
 		for _, m := range matches {
-			b, err := os.ReadFile(m)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var doc map[string]any
-			if err := yaml.Unmarshal(b, &doc); err != nil {
-				t.Errorf("%s (rule_files %q): %v", m, pattern, err)
+			if !readYAML(t, m, &doc) {
 				continue
 			}
 			keys := make([]string, 0, len(doc))
@@ -296,13 +296,8 @@ func TestGrafanaProvisioningFindsPrometheusAndTheDashboards(t *testing.T) {
 		}
 		var docs []map[string]any
 		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var doc map[string]any
-			if err := yaml.Unmarshal(b, &doc); err != nil {
-				t.Errorf("%s: %v", f, err)
+			if !readYAML(t, f, &doc) {
 				continue
 			}
 			docs = append(docs, doc)
