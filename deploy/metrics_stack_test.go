@@ -1,11 +1,9 @@
 package deploy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -191,26 +189,8 @@ func (s *metricsStack) stock(tb testing.TB, sku string, units, priceCents int64)
 // call sends one request to the order API and returns the status and the body.
 func (s *metricsStack) call(tb testing.TB, method, path string, body []byte, header map[string]string) (int, []byte) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, s.apiURL+path, bytes.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return res.StatusCode, b
+	r := testenv.Do(tb, method, s.apiURL+path, body, header)
+	return r.Status, r.Body
 }
 
 // place posts an order of qty units of sku and returns the status and the order (zero unless 201).
