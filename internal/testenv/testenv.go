@@ -31,8 +31,9 @@ func RandomID(n int) string {
 // RealMySQL reports whether MYSQL_DSN points the tests at a real server.
 func RealMySQL() bool { return os.Getenv("MYSQL_DSN") != "" }
 
-// RealRedis reports whether REDIS_ADDR points the tests at a real server.
-func RealRedis() bool { return os.Getenv("REDIS_ADDR") != "" }
+// RealRedis reports whether the tests run against a real Redis: the REDIS_ADDR server or a Redis Cluster
+// (ClusterMode).
+func RealRedis() bool { return os.Getenv("REDIS_ADDR") != "" || ClusterMode() }
 
 // MustOpenStore opens a migrated database of the test's own: a new MySQL database on the MYSQL_DSN server
 // (dropped at cleanup), or a SQLite file in a temp dir.
@@ -87,8 +88,8 @@ func MySQLDatabase(tb testing.TB) string {
 	return cfg.FormatDSN()
 }
 
-// MustOpenRedis returns a Redis layer of the test's own: the REDIS_ADDR server under a fresh key prefix
-// (its keys deleted at cleanup), or a fresh miniredis.
+// MustOpenRedis returns a Redis layer of the test's own: the Redis Cluster (ClusterMode) or the REDIS_ADDR
+// server under a fresh key prefix (its keys deleted at cleanup), or a fresh miniredis.
 func MustOpenRedis(tb testing.TB) *redisstock.Store {
 	tb.Helper()
 	rdb, prefix := RedisClient(tb)
@@ -98,6 +99,9 @@ func MustOpenRedis(tb testing.TB) *redisstock.Store {
 // RedisClient returns a client and a key prefix of the test's own (see MustOpenRedis).
 func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 	tb.Helper()
+	if ClusterMode() {
+		return clusterClient(tb)
+	}
 	if !RealRedis() {
 		mr := miniredis.RunT(tb)
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -112,11 +116,7 @@ func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 	}
 	prefix := "t" + RandomID(6) + ":"
 	tb.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
+		_, _ = deleteMatching(context.Background(), rdb, globEscape(prefix)+"*")
 		rdb.Close()
 	})
 	return rdb, prefix
@@ -220,22 +220,17 @@ func DeadStore(tb testing.TB) *sqlstore.Store {
 	return s
 }
 
-// DeleteKeys deletes the Redis keys matching each pattern and returns how many it deleted.
+// DeleteKeys deletes the Redis keys matching each pattern (on every master of a cluster) and returns how many
+// it deleted.
 func DeleteKeys(tb testing.TB, rdb redis.UniversalClient, patterns ...string) int {
 	tb.Helper()
-	ctx := context.Background()
 	n := 0
 	for _, pattern := range patterns {
-		keys, err := rdb.Keys(ctx, pattern).Result()
+		d, err := deleteMatching(context.Background(), rdb, pattern)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if len(keys) > 0 {
-			if err := rdb.Del(ctx, keys...).Err(); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		n += len(keys)
+		n += d
 	}
 	return n
 }
