@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,16 +77,22 @@ func (r *Store) ClaimMarkers(ctx context.Context, markers ...ClaimMarker) error 
 			return fmt.Errorf("mark idempotency keys: %w", err)
 		}
 	}
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var calls []scriptCall
+	cmds, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, m := range markers {
 			if m.New {
 				p.Set(ctx, r.ClaimKey(m.Name), claimValue(m.Nonce), m.TTL)
-			} else {
-				claimMarkScript.EvalSha(ctx, p, []string{r.ClaimKey(m.Name)}, claimValue(m.Nonce), max(m.TTL.Milliseconds(), 1))
+				continue
 			}
+			c := scriptCall{key: r.ClaimKey(m.Name), args: []any{claimValue(m.Nonce), max(m.TTL.Milliseconds(), 1)}}
+			c.cmd = claimMarkScript.EvalSha(ctx, p, []string{c.key}, c.args...)
+			calls = append(calls, c)
 		}
 		return nil
 	})
+	if err != nil {
+		err = r.rerunNoScript(ctx, claimMarkScript, cmds, calls)
+	}
 	if err != nil {
 		return fmt.Errorf("mark idempotency keys: %w", err)
 	}
@@ -113,24 +120,69 @@ func (r *Store) evalEach(ctx context.Context, script *redis.Script, n int, item 
 	if err := script.Load(ctx, r.rdb).Err(); err != nil {
 		return 0, err
 	}
-	cmds := make([]*redis.Cmd, n)
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	calls := make([]scriptCall, n)
+	cmds, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
 			key, args := item(i)
-			cmds[i] = script.EvalSha(ctx, p, []string{key}, args...)
+			calls[i] = scriptCall{cmd: script.EvalSha(ctx, p, []string{key}, args...), key: key, args: args}
 		}
 		return nil
 	})
 	if err != nil {
+		err = r.rerunNoScript(ctx, script, cmds, calls)
+	}
+	if err != nil {
 		return 0, err
 	}
 	sum := 0
-	for _, c := range cmds {
-		v, err := c.Int()
+	for _, c := range calls {
+		v, err := c.cmd.Int()
 		if err != nil {
 			return 0, err
 		}
 		sum += v
 	}
 	return sum, nil
+}
+
+// scriptCall is one EVALSHA of a pipeline: its command, its one key and its arguments.
+type scriptCall struct {
+	cmd  *redis.Cmd
+	key  string
+	args []any
+}
+
+// rerunNoScript is for a pipeline that failed: it runs again by EVAL, in one more pipeline, each of calls
+// that a node answered NOSCRIPT (a node that lost its scripts since Load: a replica promoted after a restart,
+// a SCRIPT FLUSH), which caches the script there again, and replaces their commands. It returns the first
+// error of cmds (the pipeline's commands) that is left.
+func (r *Store) rerunNoScript(ctx context.Context, script *redis.Script, cmds []redis.Cmder, calls []scriptCall) error {
+	var again []int
+	for i, c := range calls {
+		if redis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range again {
+				calls[i].cmd = script.Eval(ctx, p, []string{calls[i].key}, calls[i].args...)
+			}
+			return nil
+		})
+	}
+	for _, c := range cmds {
+		if ev, ok := c.(*redis.Cmd); ok && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") {
+			continue // run again above
+		}
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	for _, i := range again {
+		if err := calls[i].cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
 }

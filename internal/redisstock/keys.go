@@ -29,12 +29,10 @@ func (r *Store) LimitKey(sku string) string { return r.prefix + "inv:{" + sku + 
 // UserKey is the hash order ID -> units of the SKU one user holds or bought: reserve.lua adds an order while
 // the SKU has a limit, release.lua takes it off, and the marker TTL bounds it (the database's user_units is
 // the truth; reconciliation squares the two).
-func (r *Store) UserKey(sku, userID string) string {
-	return r.prefix + "inv:{" + sku + "}:u:{" + userID + "}"
-}
+func (r *Store) UserKey(sku, userID string) string { return r.userKeyHead(sku) + userID + "}" }
 
-// UserKeyPattern matches every UserKey of a SKU (SCAN).
-func (r *Store) UserKeyPattern(sku string) string { return r.prefix + "inv:{" + sku + "}:u:*" }
+// userKeyHead is what every UserKey of a SKU starts with.
+func (r *Store) userKeyHead(sku string) string { return r.prefix + "inv:{" + sku + "}:u:{" }
 
 func (r *Store) keys(sku, orderID string) []string {
 	return []string{r.AvailKey(sku), r.HoldsKey(sku), r.MarkerKey(sku, orderID), r.VersionKey(sku)}

@@ -166,18 +166,18 @@ type MarkerInfo struct {
 	Age   time.Duration // since the reserve that wrote it (its TTL counts down from markerTTL)
 }
 
-// Markers scans the per-order markers of a SKU. It walks the keyspace with SCAN MATCH, so its cost grows
-// with the whole keyspace, not with the SKU: reconciliation calls it once per SKU per run.
+// Markers scans the per-order markers of a SKU. It walks the keyspace of the SKU's node with SCAN MATCH
+// (scanSKU), so its cost grows with that node's keyspace, not with the SKU: reconciliation calls it once per
+// SKU per run.
 func (r *Store) Markers(ctx context.Context, sku string) (map[string]MarkerInfo, error) {
 	head := r.prefix + "inv:{" + sku + "}:o:{"
-	pattern := globEscape(head) + "*}"
 	var keys []string
-	iter := r.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		return nil, fmt.Errorf("markers %s: scan: %w", sku, err)
+	err := r.scanSKU(ctx, sku, head, "*}", 1000, func(key string) error {
+		keys = append(keys, key)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("markers %s: %w", sku, err)
 	}
 	out := make(map[string]MarkerInfo, len(keys))
 	for start := 0; start < len(keys); start += 500 {
@@ -211,18 +211,6 @@ func (r *Store) Markers(ctx context.Context, sku string) (map[string]MarkerInfo,
 		}
 	}
 	return out, nil
-}
-
-// globEscape quotes the characters SCAN MATCH treats as a pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // RawHolds returns the holds hash of a SKU as Redis holds it (order ID -> units, unparsed: reconciliation

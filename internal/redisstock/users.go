@@ -27,25 +27,24 @@ type UserEntry struct {
 // Reconciliation reads these before the database, so a release that runs in between changes a marker and
 // makes its repair race (RepairUser).
 func (r *Store) UserEntries(ctx context.Context, sku string) ([]UserEntry, error) {
-	prefix := strings.TrimSuffix(r.UserKeyPattern(sku), "*")
+	head := r.userKeyHead(sku)
 	var out []UserEntry
-	iter := r.rdb.Scan(ctx, 0, r.UserKeyPattern(sku), 500).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		user := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(key, prefix), "{"), "}")
+	err := r.scanSKU(ctx, sku, head, "*}", 500, func(key string) error {
+		user := strings.TrimSuffix(strings.TrimPrefix(key, head), "}")
 		raw, err := r.rdb.HGetAll(ctx, key).Result()
 		if err != nil {
-			return nil, fmt.Errorf("user counts of %s: %w", sku, err)
+			return err
 		}
 		for order, q := range raw {
 			m, err := r.Marker(ctx, order, sku)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			out = append(out, UserEntry{UserID: user, OrderID: order, Entry: q, Marker: m})
 		}
-	}
-	if err := iter.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("user counts of %s: %w", sku, err)
 	}
 	return out, nil

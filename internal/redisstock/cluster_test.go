@@ -1,0 +1,316 @@
+package redisstock_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
+	"github.com/ordersaga/ordersaga/internal/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestScans_FindEveryKeyOfTheSKU: Markers and UserEntries list a SKU's keys by SCAN. On Redis Cluster each
+// SKU lives on the master that owns its tag's slot, so a SCAN sent to any other node finds nothing; with
+// twelve SKUs the three masters each own some. Half the SKUs hold characters SCAN MATCH treats as a
+// pattern: the escaped pattern's tag is not the SKU's (a client that routes SCAN by the pattern's tag sends
+// it to another slot), and unescaped it would match other SKUs' keys.
+func TestScans_FindEveryKeyOfTheSKU(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.RedisClient(t)
+	rs := redisstock.New(rdb, prefix, 0)
+	ctx := t.Context()
+	for i := range 12 {
+		sku := "SKU-" + testenv.RandomID(4)
+		if i%2 == 1 {
+			sku = "SKU-*?[" + testenv.RandomID(4) + "]"
+			// A SKU the pattern of the one above would match, were it not escaped.
+			if err := rs.SetAvailable(ctx, "SKU-*?["+testenv.RandomID(4)+"]", 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rs.SetAvailable(ctx, sku, 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.SetLimit(ctx, sku, 5); err != nil {
+			t.Fatal(err)
+		}
+		orders := []string{"o1", "o2", "o3"}
+		for j, o := range orders {
+			if _, err := rs.Reserve(ctx, o, "u"+string(rune('a'+j)), sku, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		markers, err := rs.Markers(ctx, sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Sorted(mapKeys(markers)); !slices.Equal(got, orders) {
+			t.Errorf("SKU %d: Markers found orders %v, want %v", i, got, orders)
+		}
+		entries, err := rs.UserEntries(ctx, sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != len(orders) {
+			t.Errorf("SKU %d: UserEntries found %+v, want one per order %v", i, entries, orders)
+		}
+	}
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// scriptCalls records the keys of every script call (EVAL, EVALSHA) and every transaction a client sends.
+type scriptCalls struct {
+	mu      sync.Mutex
+	scripts map[string][][]string // SHA1 -> the keys of each call
+	txs     [][]string            // the keys of each MULTI
+}
+
+func (c *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var tx []string
+		inTx := false
+		for _, cmd := range cmds {
+			switch cmd.Name() {
+			case "multi":
+				inTx = true
+			case "exec":
+				c.mu.Lock()
+				c.txs = append(c.txs, tx)
+				c.mu.Unlock()
+				tx, inTx = nil, false
+			default:
+				if inTx && len(cmd.Args()) > 1 {
+					tx = append(tx, cmd.Args()[1].(string))
+				}
+				c.record(cmd)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (c *scriptCalls) record(cmd redis.Cmder) {
+	name := cmd.Name()
+	if name != "eval" && name != "evalsha" {
+		return
+	}
+	args := cmd.Args()
+	sha := args[1].(string)
+	if name == "eval" {
+		sha = redis.NewScript(sha).Hash()
+	}
+	n := int(toInt64(args[2]))
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = args[3+i].(string)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scripts[sha] = append(c.scripts[sha], keys)
+}
+
+func toInt64(v any) int64 {
+	switch n := v.(type) {
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	}
+	panic("script key count of an unexpected type")
+}
+
+// TestScripts_KeysShareOneSlot runs every store call that runs a script (lua/*.lua, each file's call sites)
+// or a transaction, and checks that each call's keys hash to one slot (Redis Cluster refuses a script or a
+// MULTI whose keys cross slots, and go-redis would split the MULTI into one per slot: no longer atomic).
+func TestScripts_KeysShareOneSlot(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.RedisClient(t)
+	calls := &scriptCalls{scripts: map[string][][]string{}}
+	rdb.AddHook(calls)
+	rs := redisstock.New(rdb, prefix, 0)
+	ctx := t.Context()
+	sku := "SKU-" + testenv.RandomID(4)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(rs.SetLimit(ctx, sku, 9))
+	_, _, err := rs.Load(ctx, sku, 10)
+	must(err)
+	for _, o := range []string{"o1", "o2", "o3", "o4"} {
+		_, err := rs.Reserve(ctx, o, "u1", sku, 1)
+		must(err)
+	}
+	_, err = rs.Confirm(ctx, "o1", sku)
+	must(err)
+	_, err = rs.Release(ctx, "o2", "u1", sku)
+	must(err)
+	_, err = rs.ReleaseUnsold(ctx, "o1", "u1", sku)
+	must(err)
+	_, err = rs.RepairHold(ctx, sku, "o3", redisstock.HoldRelease, "H:1", "1")
+	must(err)
+	_, err = rs.RepairUser(ctx, sku, "u1", "o4", redisstock.UserDrop, "H:1", "1", 1)
+	must(err)
+	snap, err := rs.Snapshot(ctx, sku)
+	must(err)
+	_, err = rs.RepairAvail(ctx, sku, redisstock.ModeRepair, ordersaga.SKUTruth{
+		Stock: 10, Known: true, Deducted: []string{"o1"}, Pending: []string{"o2"},
+		Open: []ordersaga.OpenDeduct{{OrderID: "o5", Qty: 1}},
+	}, snap)
+	must(err)
+	_, _, err = rs.AvailAndHeld(ctx, sku)
+	must(err)
+	claims := []redisstock.ClaimMarker{
+		{Name: redisstock.ClaimName("u1", "k1"), Nonce: "n1", TTL: time.Minute, New: true},
+		{Name: redisstock.ClaimName("u1", "k2"), Nonce: "n2", TTL: time.Minute},
+	}
+	must(rs.ClaimMarkers(ctx, claims...))
+	_, err = rs.ForgetClaims(ctx, claims...)
+	must(err)
+
+	files, err := filepath.Glob("lua/*.lua")
+	must(err)
+	if len(files) == 0 {
+		t.Fatal("no scripts under lua/")
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		must(err)
+		sha := redis.NewScript(string(src)).Hash()
+		runs := calls.scripts[sha]
+		if len(runs) == 0 {
+			t.Errorf("%s: no call ran it: add its call sites to this test", f)
+		}
+		for _, keys := range runs {
+			checkOneSlot(t, f, keys)
+		}
+	}
+	if len(calls.txs) == 0 {
+		t.Error("no transaction recorded")
+	}
+	for _, keys := range calls.txs {
+		checkOneSlot(t, "MULTI", keys)
+	}
+}
+
+func checkOneSlot(t *testing.T, what string, keys []string) {
+	t.Helper()
+	for _, k := range keys {
+		if keySlot(k) != keySlot(keys[0]) {
+			t.Errorf("%s: key %q is in slot %d, %q in slot %d: the call crosses slots", what, k, keySlot(k),
+				keys[0], keySlot(keys[0]))
+		}
+	}
+}
+
+// TestReserve_AfterScriptFlushOnEveryMaster: a promoted replica, or a restarted Redis, has an empty script
+// cache; every store call must load its script again (EVALSHA answers NOSCRIPT, then EVAL), not fail. Not
+// parallel: the flushes would reach the other tests' calls (which must survive them too, but by chance).
+func TestReserve_AfterScriptFlushOnEveryMaster(t *testing.T) {
+	rs, sku := testenv.MustOpenRedisSKU(t, 10)
+	ctx := t.Context()
+	if _, err := rs.Reserve(ctx, "o1", "u1", sku, 1); err != nil {
+		t.Fatal(err)
+	}
+	claims := []redisstock.ClaimMarker{{Name: redisstock.ClaimName("u1", "k"), Nonce: "n", TTL: time.Minute}}
+	if err := rs.ClaimMarkers(ctx, claims...); err != nil {
+		t.Fatal(err)
+	}
+	flushScripts(t, rs.Client())
+	if out, err := rs.Reserve(ctx, "o2", "u1", sku, 1); err != nil || out != ordersaga.Reserved {
+		t.Fatalf("reserve after SCRIPT FLUSH = %q, %v", out, err)
+	}
+	if _, err := rs.Release(ctx, "o1", "u1", sku); err != nil {
+		t.Fatalf("release after SCRIPT FLUSH: %v", err)
+	}
+	flushScripts(t, rs.Client())
+	if err := rs.ClaimMarkers(ctx, claims...); err != nil {
+		t.Fatalf("claim markers after SCRIPT FLUSH: %v", err)
+	}
+	flushScripts(t, rs.Client())
+	if n, err := rs.ForgetClaims(ctx, claims...); err != nil || n != 1 {
+		t.Fatalf("forget claims after SCRIPT FLUSH = %d, %v; want 1", n, err)
+	}
+}
+
+// flushScripts empties the script cache of every master (a single Redis: of the server).
+func flushScripts(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	ctx := t.Context()
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.ScriptFlush(ctx).Err() })
+	} else {
+		err = rdb.ScriptFlush(ctx).Err()
+	}
+	if err != nil && !strings.Contains(err.Error(), "unknown") {
+		t.Fatal(err)
+	}
+}
+
+// TestClaims_ScriptFlushedBeforeThePipeline: the idempotency-key markers load their script and then send
+// EVALSHA in a pipeline; a node that forgets its scripts in between (a failover to a replica restarted since
+// the load, a SCRIPT FLUSH) answers NOSCRIPT, and the call runs those scripts again by EVAL instead of failing.
+func TestClaims_ScriptFlushedBeforeThePipeline(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.RedisClient(t)
+	rs := redisstock.New(rdb, prefix, 0)
+	ctx := t.Context()
+	claims := []redisstock.ClaimMarker{
+		{Name: redisstock.ClaimName("u1", "k1"), Nonce: "n1", TTL: time.Minute},
+		{Name: redisstock.ClaimName("u1", "k2"), Nonce: "n2", TTL: time.Minute},
+	}
+	rdb.AddHook(flushBeforePipeline{t: t, rdb: rdb})
+	if err := rs.ClaimMarkers(ctx, claims...); err != nil {
+		t.Fatalf("claim markers: %v", err)
+	}
+	n, err := rs.ForgetClaims(ctx, claims...)
+	if err != nil || n != 2 {
+		t.Fatalf("forget claims = %d, %v; want 2", n, err)
+	}
+}
+
+// flushBeforePipeline empties the script caches before each pipeline that sends EVALSHA.
+type flushBeforePipeline struct {
+	t   *testing.T
+	rdb redis.UniversalClient
+}
+
+func (flushBeforePipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (flushBeforePipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h flushBeforePipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "evalsha" }) {
+			flushScripts(h.t, h.rdb)
+		}
+		return next(ctx, cmds)
+	}
+}
