@@ -72,6 +72,18 @@ type Config struct {
 	TemporalTLSServerName string // TEMPORAL_TLS_SERVER_NAME: the name the server's certificate must carry ("" = the host of TEMPORAL_ADDRESS)
 	TemporalAPIKey        string // TEMPORAL_API_KEY: bearer API key (Temporal Cloud)
 
+	// Redis connection (redis.go): exactly one of RedisAddr (one server), RedisClusterAddrs (a Redis Cluster)
+	// and RedisSentinelAddrs (Sentinel failover) is set; the credentials and TLS apply to any of them.
+	RedisClusterAddrs     []string // REDIS_CLUSTER_ADDRS: seed addresses of the cluster (comma-separated)
+	RedisSentinelAddrs    []string // REDIS_SENTINEL_ADDRS: addresses of the sentinels (comma-separated)
+	RedisSentinelMaster   string   // REDIS_SENTINEL_MASTER: the name the sentinels monitor the master under
+	RedisSentinelPassword string   // REDIS_SENTINEL_PASSWORD: the sentinels' own password
+	RedisUsername         string   // REDIS_USERNAME: ACL user ("" = the default user)
+	RedisPassword         string   // REDIS_PASSWORD: ACL password or requirepass
+	RedisTLS              bool     // REDIS_TLS
+	RedisTLSCAFile        string   // REDIS_TLS_CA_FILE: PEM file of the CA(s) Redis's certificate chains to ("" = the system's)
+	RedisTLSServerName    string   // REDIS_TLS_SERVER_NAME: the name Redis's certificate must carry ("" = the host of each address)
+
 	// Pools and concurrency.
 	MySQLMaxOpenConns    int           // MYSQL_MAX_OPEN_CONNS (default 64)
 	MySQLMaxIdleConns    int           // MYSQL_MAX_IDLE_CONNS (default 64, at most MYSQL_MAX_OPEN_CONNS)
@@ -120,8 +132,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	str("TEMPORAL_ADDRESS", &c.TemporalAddress)
 	str("TEMPORAL_NAMESPACE", &c.TemporalNamespace)
-	str("REDIS_ADDR", &c.RedisAddr)
-	str("REDIS_KEY_PREFIX", &c.RedisKeyPrefix)
 	str("MYSQL_DSN", &c.MySQLDSN)
 	str("SQLITE_PATH", &c.SQLitePath)
 	str("LOG_FORMAT", &c.LogFormat)
@@ -205,6 +215,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	errs = append(errs, c.readTracing(getenv)...)
 	errs = append(errs, c.readPools(getenv)...)
+	errs = append(errs, c.readRedis(getenv)...)
 	errs = append(errs, c.readTemporalSecurity(getenv)...)
 	errs = append(errs, c.readRefunds(getenv)...)
 	if c.LogFormat != "json" && c.LogFormat != "text" {
@@ -268,8 +279,8 @@ func (c Config) RequireAPISecrets() error {
 // RequireStores checks that the real stores are configured (processes outside the local stack).
 func (c Config) RequireStores() error {
 	var errs []error
-	if c.RedisAddr == "" {
-		errs = append(errs, errors.New("REDIS_ADDR is not set: the address of Redis, e.g. 127.0.0.1:6379"))
+	if form, _ := c.RedisForm(); form == RedisNone {
+		errs = append(errs, ErrRedisNotSet)
 	}
 	if c.MySQLDSN == "" && c.SQLitePath == "" {
 		errs = append(errs, errors.New("MYSQL_DSN is not set: a DSN such as user:pass@tcp(127.0.0.1:3306)/ordersaga (or SQLITE_PATH for a single-machine SQLite file)"))

@@ -2,10 +2,8 @@ package config
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -68,13 +66,9 @@ func (c Config) TemporalTLSConfig() (*tls.Config, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TemporalTLSServerName}
 	if c.TemporalTLSCA != "" {
-		b, err := os.ReadFile(c.TemporalTLSCA)
+		pool, err := readCAFile("TEMPORAL_TLS_CA", c.TemporalTLSCA)
 		if err != nil {
-			return nil, fmt.Errorf("TEMPORAL_TLS_CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("TEMPORAL_TLS_CA=%s: no PEM certificate in the file", c.TemporalTLSCA)
+			return nil, err
 		}
 		tc.RootCAs = pool
 	}
