@@ -33,7 +33,7 @@ type stack struct {
 	logOut io.Writer
 
 	ui       *devserver.UI // nil with TEMPORAL_ADDRESS
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	store    *sqlstore.Store
 	client   client.Client
 	registry *prometheus.Registry

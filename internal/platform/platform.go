@@ -84,19 +84,70 @@ func TemporalOptions(cfg config.Config, logger *slog.Logger, metrics client.Metr
 // same process).
 type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// OpenRedis connects to Redis (REDIS_ADDR, a pool of REDIS_POOL_SIZE) and checks it answers. dial, when not
-// nil, makes the pool's connections.
-func OpenRedis(ctx context.Context, cfg config.Config, dial Dialer) (*redis.Client, error) {
+// defaultRedisPool is the pool of a configuration without REDIS_POOL_SIZE (a config.Config built by hand).
+const defaultRedisPool = 128
+
+// RedisOptions are the options of every Redis client of the module, whatever the form of the connection
+// (config.RedisForm): the addresses (REDIS_ADDR's server, the cluster's seeds or the sentinels) with the
+// master's name, the credentials, TLS and a pool of REDIS_POOL_SIZE connections per node, 8 of them kept
+// idle. The TLS CA file is read here.
+func RedisOptions(cfg config.Config) (*redis.UniversalOptions, error) {
+	tc, err := cfg.RedisTLSConfig()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	_, addrs := cfg.RedisForm()
 	pool := cfg.RedisPoolSize
 	if pool <= 0 {
-		pool = 128
+		pool = defaultRedisPool
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Dialer: dial, PoolSize: pool, MinIdleConns: min(8, pool)})
+	return &redis.UniversalOptions{
+		Addrs:            addrs,
+		MasterName:       cfg.RedisSentinelMaster,
+		Username:         cfg.RedisUsername,
+		Password:         cfg.RedisPassword,
+		SentinelPassword: cfg.RedisSentinelPassword,
+		TLSConfig:        tc,
+		PoolSize:         pool,
+		MinIdleConns:     min(8, pool),
+	}, nil
+}
+
+// newRedis builds the client of cfg's form without dialing: a plain client on REDIS_ADDR, a cluster client
+// on REDIS_CLUSTER_ADDRS (even with one seed, where redis.NewUniversalClient would build a plain client) or a
+// failover client on REDIS_SENTINEL_ADDRS. dial, when not nil, makes the connections.
+func newRedis(cfg config.Config, dial Dialer) (redis.UniversalClient, error) {
+	opts, err := RedisOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if dial != nil {
+		opts.Dialer = dial
+	}
+	form, _ := cfg.RedisForm()
+	switch form {
+	case config.RedisServer:
+		return redis.NewClient(opts.Simple()), nil
+	case config.RedisCluster:
+		return redis.NewClusterClient(opts.Cluster()), nil
+	case config.RedisSentinel:
+		return redis.NewFailoverClient(opts.Failover()), nil
+	}
+	return nil, fmt.Errorf("redis: %w", config.ErrRedisNotSet)
+}
+
+// OpenRedis connects to Redis in the form of the configuration (newRedis) and checks it answers, within 5
+// seconds; the error names the form's variable and its addresses, never a password.
+func OpenRedis(ctx context.Context, cfg config.Config, dial Dialer) (redis.UniversalClient, error) {
+	rdb, err := newRedis(cfg, dial)
+	if err != nil {
+		return nil, err
+	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("redis at REDIS_ADDR=%s: %w", cfg.RedisAddr, err)
+		return nil, fmt.Errorf("redis at %s: %w", cfg.RedisWhere(), err)
 	}
 	return rdb, nil
 }

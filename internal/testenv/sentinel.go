@@ -1,0 +1,286 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisStartTimeout bounds the wait for a started redis-server to listen.
+const redisStartTimeout = 10 * time.Second
+
+// sentinelReadyTimeout bounds the wait for the sentinels to know the replica and each other, and for a
+// failover to end.
+const sentinelReadyTimeout = 30 * time.Second
+
+// RedisServer is a redis-server of the test's own: on a free port of 127.0.0.1, nothing saved, in a directory
+// of the test's (its log is redis.log there), killed at the test's end (and with the test binary: spawnChild).
+type RedisServer struct {
+	Addr string
+	Dir  string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // nil once killed
+	exited chan struct{} // closed once the process has been waited for
+}
+
+// StartRedisServer starts a redis-server with args added to its command line (--requirepass, --user,
+// --replicaof ...) and waits until it listens.
+func StartRedisServer(tb testing.TB, args ...string) *RedisServer {
+	tb.Helper()
+	port := StablePort(tb, "127.0.0.1")
+	return startRedis(tb, port, append([]string{"--port", strconv.Itoa(port)}, args...))
+}
+
+// StartRedisServerTLS starts a redis-server that speaks TLS alone (no plaintext port) with a server
+// certificate of ca for 127.0.0.1, not asking clients for theirs; args are added as with StartRedisServer.
+func StartRedisServerTLS(tb testing.TB, ca *CA, args ...string) *RedisServer {
+	tb.Helper()
+	port := StablePort(tb, "127.0.0.1")
+	cert := ca.Server(tb, "localhost")
+	return startRedis(tb, port, append([]string{"--port", "0", "--tls-port", strconv.Itoa(port),
+		"--tls-cert-file", cert.CertPath, "--tls-key-file", cert.KeyPath, "--tls-ca-cert-file", ca.PEMPath,
+		"--tls-auth-clients", "no"}, args...))
+}
+
+// startRedis runs redis-server with args (the first may be a configuration file) and the options every
+// test server has, and waits until port listens. A server that exits before fails the test with its log.
+func startRedis(tb testing.TB, port int, args []string) *RedisServer {
+	tb.Helper()
+	dir := tb.TempDir()
+	s := &RedisServer{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir}
+	args = append(args, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
+		"--logfile", filepath.Join(dir, "redis.log"))
+	cmd := exec.Command("redis-server", args...)
+	if err := spawnChild(cmd); err != nil {
+		tb.Fatalf("start redis-server on %s: %v (is redis-server installed?)", s.Addr, err)
+	}
+	s.cmd, s.exited = cmd, make(chan struct{})
+	go func(exited chan struct{}) {
+		_ = cmd.Wait()
+		close(exited)
+	}(s.exited)
+	tb.Cleanup(func() { _ = s.Kill() })
+
+	deadline := time.Now().Add(redisStartTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+		if err == nil {
+			c.Close()
+			return s
+		}
+		select {
+		case <-s.exited:
+			tb.Fatalf("redis-server on %s exited at start: %s", s.Addr, s.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redis-server on %s does not listen after %s: %v; %s", s.Addr, redisStartTimeout, err, s.logTail())
+		}
+	}
+}
+
+// Kill SIGKILLs the server and waits until it has exited; killing a killed server does nothing.
+func (s *RedisServer) Kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill redis-server %s: %w", s.Addr, err)
+	}
+	<-s.exited
+	s.cmd = nil
+	return nil
+}
+
+// logTail is the end of the server's log, for a failure message.
+func (s *RedisServer) logTail() string {
+	b, err := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	if err != nil {
+		return "no log: " + err.Error()
+	}
+	const most = 2000
+	if len(b) > most {
+		b = b[len(b)-most:]
+	}
+	return "log: " + string(b)
+}
+
+// Sentinel is a master, its replica and three sentinels monitoring the master under the name Master with a
+// quorum of 2, each process on a free port and killed at the test's end. A master is judged down after 1 s
+// without an answer, so KillMaster's failover takes a few seconds.
+type Sentinel struct {
+	Master    string   // the name the sentinels monitor the master under (REDIS_SENTINEL_MASTER)
+	Sentinels []string // their addresses (REDIS_SENTINEL_ADDRS)
+
+	mu               sync.Mutex
+	master, replica  *RedisServer
+	sentinelServers  []*RedisServer
+	masterAddrByName string
+}
+
+// StartSentinel starts the setup and waits until every sentinel knows the replica (synced with the
+// master) and the two other sentinels: before that, a failover could not be agreed on.
+func StartSentinel(tb testing.TB) *Sentinel {
+	tb.Helper()
+	s := &Sentinel{Master: "m"}
+	s.master = StartRedisServer(tb, "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
+	s.replica = StartRedisServer(tb, "--replicaof", "127.0.0.1", portOf(s.master.Addr),
+		"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
+	s.masterAddrByName = s.master.Addr
+	for range 3 {
+		port := StablePort(tb, "127.0.0.1")
+		conf := filepath.Join(tb.TempDir(), "sentinel.conf")
+		text := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %s 2\n"+
+			"sentinel down-after-milliseconds %[1]s 1000\n"+
+			"sentinel failover-timeout %[1]s 5000\n", s.Master, portOf(s.master.Addr))
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		srv := startRedis(tb, port, []string{conf, "--sentinel", "--port", strconv.Itoa(port)})
+		s.sentinelServers = append(s.sentinelServers, srv)
+		s.Sentinels = append(s.Sentinels, srv.Addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sentinelReadyTimeout)
+	defer cancel()
+	if err := s.waitReady(ctx); err != nil {
+		tb.Fatalf("sentinel setup not ready: %v", err)
+	}
+	return s
+}
+
+func portOf(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+// MasterAddr is the address of the master: the replica once WaitFailover saw it promoted.
+func (s *Sentinel) MasterAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.masterAddrByName
+}
+
+// ReplicaAddr is the address of the replica the setup started with.
+func (s *Sentinel) ReplicaAddr() string { return s.replica.Addr }
+
+// KillMaster SIGKILLs the master the setup started with.
+func (s *Sentinel) KillMaster() error { return s.master.Kill() }
+
+// WaitFailover waits until every sentinel names a master other than old and that server answers ROLE as a
+// master, and returns its address.
+func (s *Sentinel) WaitFailover(ctx context.Context, old string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, sentinelReadyTimeout)
+	defer cancel()
+	var last error
+	for {
+		addr, err := s.promoted(ctx, old)
+		if err == nil {
+			s.mu.Lock()
+			s.masterAddrByName = addr
+			s.mu.Unlock()
+			return addr, nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("no failover from %s: %w", old, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Sentinel) promoted(ctx context.Context, old string) (string, error) {
+	var agreed string
+	for _, sentinel := range s.Sentinels {
+		addr, err := sentinelMaster(ctx, sentinel, s.Master)
+		if err != nil {
+			return "", err
+		}
+		if addr == old {
+			return "", fmt.Errorf("sentinel %s still names %s", sentinel, old)
+		}
+		if agreed != "" && addr != agreed {
+			return "", fmt.Errorf("sentinels name %s and %s", agreed, addr)
+		}
+		agreed = addr
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: agreed, MaxRetries: -1})
+	defer rdb.Close()
+	role, err := rdb.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return "", fmt.Errorf("ROLE of %s: %w", agreed, err)
+	}
+	if len(role) == 0 || role[0] != "master" {
+		return "", fmt.Errorf("%s is not a master yet (ROLE %v)", agreed, role)
+	}
+	return agreed, nil
+}
+
+// waitReady waits until the replica is synced and each sentinel sees it and the two other sentinels.
+func (s *Sentinel) waitReady(ctx context.Context) error {
+	var last error
+	for {
+		if last = s.checkReady(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Sentinel) checkReady(ctx context.Context) error {
+	rdb := redis.NewClient(&redis.Options{Addr: s.master.Addr, MaxRetries: -1})
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "replication").Result()
+	if err != nil {
+		return fmt.Errorf("INFO of the master %s: %w", s.master.Addr, err)
+	}
+	if !strings.Contains(info, "port="+portOf(s.replica.Addr)+",state=online") {
+		return fmt.Errorf("the replica %s is not online at the master %s", s.replica.Addr, s.master.Addr)
+	}
+	for _, sentinel := range s.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel, MaxRetries: -1})
+		m, err := sc.Master(ctx, s.Master).Result()
+		sc.Close()
+		if err != nil {
+			return fmt.Errorf("SENTINEL MASTER %s on %s: %w", s.Master, sentinel, err)
+		}
+		if m["num-slaves"] != "1" || m["num-other-sentinels"] != "2" {
+			return fmt.Errorf("sentinel %s knows %s replica(s) and %s other sentinel(s), want 1 and 2",
+				sentinel, m["num-slaves"], m["num-other-sentinels"])
+		}
+	}
+	return nil
+}
+
+// sentinelMaster is the master's address as the sentinel at addr names it.
+func sentinelMaster(ctx context.Context, addr, name string) (string, error) {
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer sc.Close()
+	hp, err := sc.GetMasterAddrByName(ctx, name).Result()
+	if err != nil {
+		return "", fmt.Errorf("SENTINEL get-master-addr-by-name %s on %s: %w", name, addr, err)
+	}
+	if len(hp) != 2 {
+		return "", fmt.Errorf("SENTINEL get-master-addr-by-name %s on %s: %v", name, addr, hp)
+	}
+	return net.JoinHostPort(hp[0], hp[1]), nil
+}
