@@ -22,6 +22,9 @@ type Metrics struct {
 	places prometheus.Counter
 	// payments counts webhook deliveries by result.
 	payments *prometheus.CounterVec
+	// placing is the Update-with-Start calls in flight (PLACE_CONCURRENCY at most), waiting the placements
+	// waiting for one of them.
+	placing, waiting prometheus.Gauge
 }
 
 // NewMetrics registers the API's metrics on reg; ones already registered there (a second server on one
@@ -44,6 +47,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		payments: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ordersaga_payment_webhooks_total", Help: "Payment webhook deliveries by result.",
 		}, []string{"result"})),
+		placing: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersaga_placements_in_flight", Help: "Update-with-Start calls of OrderWorkflow in flight (at most PLACE_CONCURRENCY).",
+		})),
+		waiting: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ordersaga_placements_waiting", Help: "Placements waiting for one of the Update-with-Start calls in flight.",
+		})),
 	}
 }
 

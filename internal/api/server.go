@@ -117,7 +117,7 @@ func NewServer(d Deps) *Server {
 		Logger: d.Logger, Temporal: d.Temporal, Store: d.Store, Stock: d.Gate,
 		Currency: d.Currency, PaymentTimeout: d.PaymentTimeout, PlaceTimeout: d.PlaceTimeout,
 		Retention: d.Retention, KeepAs: keepAs, Places: s.metrics.places, RedisDownFallback: d.RedisDownFallback,
-		MaxPlacing: d.MaxPlacing, MaxQueued: d.MaxQueued,
+		MaxPlacing: d.MaxPlacing, MaxQueued: d.MaxQueued, InFlight: s.metrics.placing, Waiting: s.metrics.waiting,
 	})
 	s.placement.Backfill()
 	mux := http.NewServeMux()

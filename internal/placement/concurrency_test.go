@@ -275,10 +275,18 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 	if got := hc.inCall.Load(); got != 1 {
 		t.Errorf("%d Update-with-Start calls reached Temporal, want 1 (the slot's)", got)
 	}
+	// The gauges an operator watches say the same: one call in flight, one placement waiting for it (the
+	// waiting one reaches the wait a moment after its key is marked started).
+	q.waitFor("the gauges show one placement in flight and one waiting", func() bool {
+		return e.inFlight.value() == 1 && e.waiting.value() == 1
+	})
 
 	first, nxt := q.release()
 	want(t, first, placement.Reserved)
 	want(t, nxt, placement.Reserved)
+	if e.inFlight.value() != 0 || e.waiting.value() != 0 {
+		t.Errorf("gauges after both placements ended: %d in flight, %d waiting, want 0 and 0", e.inFlight.value(), e.waiting.value())
+	}
 	retry := want(t, e.place("k-busy-c", "u-busy-c", line), placement.Reserved)
 	if retry.OrderID == "" || retry.OrderID == first.OrderID || retry.OrderID == nxt.OrderID {
 		t.Errorf("the busy key's retry placed order %q, want an order of its own (%s, %s)", retry.OrderID, first.OrderID, nxt.OrderID)
@@ -329,6 +337,7 @@ type queue struct {
 	e       *env
 	hc      *heldClient
 	wg      sync.WaitGroup
+	waitFor func(what string, done func() bool) // polls done for up to a minute, failing the test after it
 	release func() (first, next placement.Outcome) // lets the held calls go and returns the two placements
 }
 
@@ -345,7 +354,7 @@ func fullQueue(t *testing.T, busyWait time.Duration, sku string, line ordersaga.
 	})
 	waitReady(t, q.e)
 	q.e.Stock(t, sku, 100, 100)
-	waitFor := func(what string, done func() bool) {
+	q.waitFor = func(what string, done func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(time.Minute); !done(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
@@ -355,9 +364,9 @@ func fullQueue(t *testing.T, busyWait time.Duration, sku string, line ordersaga.
 	}
 	var first, next placement.Outcome
 	q.wg.Go(func() { first = q.e.place("k-"+tag+"-a", "u-"+tag+"-a", line) })
-	waitFor("the first placement reaches Temporal", func() bool { return q.hc.inCall.Load() == 1 })
+	q.waitFor("the first placement reaches Temporal", func() bool { return q.hc.inCall.Load() == 1 })
 	q.wg.Go(func() { next = q.e.place("k-"+tag+"-b", "u-"+tag+"-b", line) })
-	waitFor("the second placement waits for the slot", func() bool {
+	q.waitFor("the second placement waits for the slot", func() bool {
 		rec, err := q.e.Store.IdempotencyKey(context.Background(), "u-"+tag+"-b", "k-"+tag+"-b")
 		return err == nil && rec.Started
 	})

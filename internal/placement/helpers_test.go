@@ -23,6 +23,9 @@ type env struct {
 	t      *testing.T
 	svc    *placement.Service
 	places *counter // Update-with-Start calls of this service
+	// inFlight and waiting are the service's gauges of its Update-with-Start calls in flight and of the
+	// placements waiting for one.
+	inFlight, waiting *gauge
 	// Gate is the service's admission gate (one per process, as in production).
 	Gate *admission.Gate
 }
@@ -32,6 +35,12 @@ type counter struct{ n atomic.Int64 }
 
 func (c *counter) Inc()         { c.n.Add(1) }
 func (c *counter) value() int64 { return c.n.Load() }
+
+// gauge is a placement.Gauge.
+type gauge struct{ n atomic.Int64 }
+
+func (g *gauge) Add(d float64) { g.n.Add(int64(d)) }
+func (g *gauge) value() int64  { return g.n.Load() }
 
 // keepAs is the tests' first answer of a reserved order: 201 and the order as JSON, as the API keeps it.
 func keepAs(o ordersaga.Order) placement.Answer {
@@ -52,7 +61,7 @@ func newEnv(t *testing.T, change ...func(*placement.Config)) *env {
 // run as a process runs it: the markers' backfill started at once, and stopped at the end of the test.
 func serviceOn(t *testing.T, se *sagatest.Env, change ...func(*placement.Config)) *env {
 	t.Helper()
-	places := &counter{}
+	places, inFlight, waiting := &counter{}, &gauge{}, &gauge{}
 	gate := admission.New(se.Redis)
 	cfg := placement.Config{
 		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -60,7 +69,7 @@ func serviceOn(t *testing.T, se *sagatest.Env, change ...func(*placement.Config)
 		Currency: "CNY", PaymentTimeout: time.Minute,
 		// Generous: under -race on a loaded machine a reservation can take far longer than in production.
 		PlaceTimeout: 2 * time.Minute,
-		KeepAs:       keepAs, Places: places,
+		KeepAs:       keepAs, Places: places, InFlight: inFlight, Waiting: waiting,
 	}
 	for _, c := range change {
 		c(&cfg)
@@ -77,7 +86,7 @@ func serviceOn(t *testing.T, se *sagatest.Env, change ...func(*placement.Config)
 		<-stopped
 	})
 	svc.Backfill()
-	return &env{Env: se, t: t, svc: svc, places: places, Gate: gate}
+	return &env{Env: se, t: t, svc: svc, places: places, inFlight: inFlight, waiting: waiting, Gate: gate}
 }
 
 // place places an order of user with key; an error fails the test.

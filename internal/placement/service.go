@@ -44,6 +44,14 @@ const markerSlack = time.Minute
 // Counter counts events (a prometheus.Counter is one).
 type Counter interface{ Inc() }
 
+// Gauge is a count that goes up and down (a prometheus.Gauge is one).
+type Gauge interface{ Add(float64) }
+
+// noGauge is the Gauge of a count nobody reads.
+type noGauge struct{}
+
+func (noGauge) Add(float64) {}
+
 // Config is what the service needs; the stores and clients are the process's, shared.
 type Config struct {
 	Logger   *slog.Logger // nil: discard
@@ -76,6 +84,9 @@ type Config struct {
 	BusyWait time.Duration
 	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
 	Places Counter
+	// InFlight is the Update-with-Start calls in flight (at most MaxPlacing), Waiting the placements waiting
+	// for one of them (nil: not kept).
+	InFlight, Waiting Gauge
 	// RedisDownFallback places orders through the database alone while Redis is unreachable
 	// (RESERVE_DB_FALLBACK): no fast path, no admission gate, the reserve's database-only path in the worker,
 	// and the markers' fence until the keys claimed meanwhile are marked. Off: such a request is Unavailable.
@@ -133,9 +144,34 @@ func New(cfg Config) *Service {
 	if cfg.BusyWait <= 0 {
 		cfg.BusyWait = DefaultBusyWait
 	}
+	if cfg.InFlight == nil {
+		cfg.InFlight = noGauge{}
+	}
+	if cfg.Waiting == nil {
+		cfg.Waiting = noGauge{}
+	}
 	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing), tickets: make(chan struct{}, cfg.MaxPlacing+cfg.MaxQueued)}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	return s
+}
+
+// takeSlot takes one of the Update-with-Start calls in flight (slots), waiting for one while ctx lasts;
+// false: ctx ended first. freeSlot gives it back.
+func (s *Service) takeSlot(ctx context.Context) bool {
+	s.cfg.Waiting.Add(1)
+	defer s.cfg.Waiting.Add(-1)
+	select {
+	case s.slots <- struct{}{}:
+		s.cfg.InFlight.Add(1)
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Service) freeSlot() {
+	s.cfg.InFlight.Add(-1)
+	<-s.slots
 }
 
 // takeTicket takes a place among the placements of keys without state (tickets), waiting for one up to

@@ -33,12 +33,10 @@ func (p *placement) place(ctx context.Context, orderID string, adm *admitted) (w
 	ch := s.placing.DoChan(orderID, func() (any, error) {
 		ctx, cancel := context.WithTimeout(shared, s.cfg.PlaceTimeout)
 		defer cancel()
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		case <-ctx.Done():
+		if !s.takeSlot(ctx) {
 			return workflows.Reservation{}, fmt.Errorf("%w: none of the %d placements in flight ended within %s", errStillDeciding, cap(s.slots), s.cfg.PlaceTimeout)
 		}
+		defer s.freeSlot()
 		if s.cfg.Places != nil {
 			s.cfg.Places.Inc()
 		}
