@@ -337,7 +337,7 @@ type queue struct {
 	e       *env
 	hc      *heldClient
 	wg      sync.WaitGroup
-	waitFor func(what string, done func() bool) // polls done for up to a minute, failing the test after it
+	waitFor func(what string, done func() bool)    // polls done for up to a minute, failing the test after it
 	release func() (first, next placement.Outcome) // lets the held calls go and returns the two placements
 }
 
