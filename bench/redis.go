@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/redis/go-redis/v9"
 )
@@ -14,11 +16,11 @@ import (
 // benchRedis is layer 2: the Lua reserve against a trivial EVALSHA with the same keys and arguments, on
 // the same Redis and client, on a sold-out SKU and on a well-stocked one.
 func benchRedis(ctx context.Context, o opts) ([]pair, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: max(o.conc*2, 128)})
-	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redis at %s: %w", o.redisAddr, err)
+	rdb, err := platform.OpenRedis(ctx, o.redisConfig(max(o.conc*2, 128)), nil)
+	if err != nil {
+		return nil, err
 	}
+	defer rdb.Close()
 	prefix := "bench" + randomID() + ":"
 	defer deleteKeys(context.WithoutCancel(ctx), rdb, prefix)
 	rs := redisstock.New(rdb, prefix, time.Hour)
@@ -98,7 +100,13 @@ redis.call('SET', KEYS[3], 'H:' .. qty, 'EX', tonumber(ARGV[3]))
 return 1
 `
 
-func deleteKeys(ctx context.Context, rdb *redis.Client, prefix string) {
+// redisConfig is the configuration the benchmark opens Redis with (platform.OpenRedis, as every process
+// does): the server of -redis and a pool of pool connections.
+func (o opts) redisConfig(pool int) config.Config {
+	return config.Config{RedisAddr: o.redisAddr, RedisPoolSize: pool}
+}
+
+func deleteKeys(ctx context.Context, rdb redis.UniversalClient, prefix string) {
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {

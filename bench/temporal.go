@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/activities"
+	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/devserver"
 	"github.com/ordersaga/ordersaga/internal/memredis"
 	"github.com/ordersaga/ordersaga/internal/orderclient"
@@ -311,7 +311,12 @@ func openStores(ctx context.Context, o opts, kind string) (*redisstock.Store, *s
 			drop()
 			return nil, nil, nil, err
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: 128, MinIdleConns: 8})
+		rdb, err := platform.OpenRedis(ctx, o.redisConfig(128), nil)
+		if err != nil {
+			store.Close()
+			drop()
+			return nil, nil, nil, err
+		}
 		prefix := "bench" + randomID() + ":"
 		return redisstock.New(rdb, prefix, time.Hour), store, func() {
 			deleteKeys(context.Background(), rdb, prefix)
@@ -330,7 +335,12 @@ func openStores(ctx context.Context, o opts, kind string) (*redisstock.Store, *s
 			return nil, nil, nil, err
 		}
 		// The local stack's connection to its embedded Redis: in memory, each command run by its sender.
-		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 128, Dialer: memredis.Dialer(mr)})
+		rdb, err := platform.OpenRedis(ctx, config.Config{RedisAddr: mr.Addr(), RedisPoolSize: 128}, memredis.Dialer(mr))
+		if err != nil {
+			store.Close()
+			mr.Close()
+			return nil, nil, nil, err
+		}
 		return redisstock.New(rdb, "", time.Hour), store, func() {
 			rdb.Close()
 			store.Close()
