@@ -2,7 +2,10 @@ package redisstock
 
 import (
 	"context"
+	"embed"
 	"errors"
+	"io/fs"
+	"path"
 	"strconv"
 	"sync"
 
@@ -20,15 +23,21 @@ func Trace(rdb redis.UniversalClient) { rdb.AddHook(tracingHook{}) }
 
 var tracer = otel.Tracer("github.com/ordersaga/ordersaga/internal/redisstock")
 
+// scripts is every Lua script of the store, by file name.
+//
+//go:embed lua/*.lua
+var scripts embed.FS
+
 // scriptNames maps the SHA1 of each of the store's Lua scripts to its file name.
 var scriptNames = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
-	for name, src := range map[string]string{
-		"reserve.lua": reserveLua, "release.lua": releaseLua, "confirm.lua": confirmLua,
-		"claim_forget.lua": claimForgetLua, "repair_avail.lua": repairAvailLua, "repair_hold.lua": repairHoldLua,
-		"repair_user.lua": repairUserLua,
-	} {
-		m[redis.NewScript(src).Hash()] = name
+	files, _ := fs.Glob(scripts, "lua/*.lua") // the pattern is valid: no error
+	for _, f := range files {
+		src, err := scripts.ReadFile(f)
+		if err != nil {
+			panic("redisstock: embedded script " + f + ": " + err.Error())
+		}
+		m[redis.NewScript(string(src)).Hash()] = path.Base(f)
 	}
 	return m
 })
