@@ -107,7 +107,8 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 }
 
 // TraceStores adds a span per Redis command and per SQL statement to the stores' clients when tracing is on
-// (cfg.TracingOn); once per client.
+// (cfg.TracingOn); once per client. Any form of OpenRedis's client takes the hook: a cluster client runs its
+// own hooks once per command, whichever node serves it, apart from its nodes' clients.
 func TraceStores(cfg config.Config, rdb redis.UniversalClient, store *sqlstore.Store) error {
 	if !cfg.TracingOn() {
 		return nil
