@@ -38,7 +38,7 @@ func printBanner(w io.Writer, s *stack) {
 	}
 	row("Temporal", temporal)
 	if s.opts.externalRedis {
-		row("Redis", cfg.RedisAddr+" (REDIS_ADDR)")
+		row("Redis", cfg.RedisWhere())
 	} else {
 		row("Redis", cfg.RedisAddr+" (embedded)")
 	}

@@ -1,6 +1,6 @@
 // Command localstack runs the whole of ordersaga on one machine, in one process, with nothing to install:
 // an in-process Temporal server (state in a SQLite file of the data directory) and the Temporal UI, Redis
-// (embedded, or REDIS_ADDR), the database (SQLite in the data directory, or MYSQL_DSN), the worker, the order
+// (embedded, or a real one: REDIS_ADDR, REDIS_CLUSTER_ADDRS, REDIS_SENTINEL_ADDRS), the database (SQLite in the data directory, or MYSQL_DSN), the worker, the order
 // API and the reconciliation Schedule, plus a few demo SKUs. It prints where everything is and a curl for a
 // first order. Ctrl-C stops it; running it again resumes with the same orders.
 //

@@ -48,7 +48,8 @@ type options struct {
 	demo         bool
 	// pprofAddr serves net/http/pprof when set (--pprof-addr), to see where a load's time goes.
 	pprofAddr string
-	// externalTemporal and externalRedis are set when TEMPORAL_ADDRESS / REDIS_ADDR point at real servers.
+	// externalTemporal and externalRedis are set when TEMPORAL_ADDRESS / a Redis form (REDIS_ADDR,
+	// REDIS_CLUSTER_ADDRS, REDIS_SENTINEL_ADDRS) point at real servers.
 	externalTemporal bool
 	externalRedis    bool
 	// externalProvider is set when REFUND_PROVIDER_URL points at a real refund provider (or a simulator of
@@ -67,8 +68,9 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 
 Runs ordersaga on this machine in one process: Temporal server and UI, Redis, the database, the worker, the
 order API, the reconciliation Schedule, and the refund sender with a refund provider simulator. Environment
-variables (README, "Configuration") choose real Redis (REDIS_ADDR), MySQL (MYSQL_DSN), Temporal
-(TEMPORAL_ADDRESS) or refund provider (REFUND_PROVIDER_URL) instead of the embedded ones.
+variables (README, "Configuration") choose real Redis (REDIS_ADDR, REDIS_CLUSTER_ADDRS or
+REDIS_SENTINEL_ADDRS), MySQL (MYSQL_DSN), Temporal (TEMPORAL_ADDRESS) or refund provider (REFUND_PROVIDER_URL)
+instead of the embedded ones.
 
 Flags:
 `)
@@ -83,7 +85,7 @@ Flags:
 	fs.BoolVar(&o.ephemeral, "ephemeral", false, "keep everything in memory: nothing is written, nothing survives a restart")
 	fs.IntVar(&o.temporalPort, flagTemporalPort, 7233, "`port` of the in-process Temporal server's frontend (gRPC)")
 	fs.IntVar(&o.uiPort, flagUIPort, 8233, "`port` of the Temporal UI")
-	fs.IntVar(&o.redisPort, flagRedisPort, 6380, "`port` of the embedded Redis (unused with REDIS_ADDR)")
+	fs.IntVar(&o.redisPort, flagRedisPort, 6380, "`port` of the embedded Redis (unused with REDIS_ADDR, REDIS_CLUSTER_ADDRS or REDIS_SENTINEL_ADDRS)")
 	fs.IntVar(&o.providerPort, flagProviderPort, refundsim.DefaultPort, "`port` of the refund provider simulator the refund sender sends to (unused with REFUND_PROVIDER_URL)")
 	fs.BoolVar(&o.demo, "demo", true, "create the demo SKUs when the inventory is empty")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "`host:port` to serve Go's profiler on (/debug/pprof/; off when empty), e.g. during a flash sale: go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=10")
@@ -109,7 +111,9 @@ Flags:
 		o.dataDir = abs
 	}
 	o.externalTemporal = strings.TrimSpace(getenv("TEMPORAL_ADDRESS")) != ""
-	o.externalRedis = strings.TrimSpace(getenv("REDIS_ADDR")) != ""
+	for _, v := range []string{"REDIS_ADDR", "REDIS_CLUSTER_ADDRS", "REDIS_SENTINEL_ADDRS"} {
+		o.externalRedis = o.externalRedis || strings.TrimSpace(getenv(v)) != ""
+	}
 	o.externalProvider = strings.TrimSpace(getenv("REFUND_PROVIDER_URL")) != ""
 
 	// The local stack's defaults, under whatever the environment sets.
@@ -119,12 +123,14 @@ Flags:
 		"PAYMENT_WEBHOOK_SECRET": devWebhookSecret,
 		"ADMIN_TOKEN":            devAdminToken,
 		"TEMPORAL_ADDRESS":       fmt.Sprintf("%s:%d", localIP, o.temporalPort),
-		"REDIS_ADDR":             fmt.Sprintf("%s:%d", localIP, o.redisPort),
 		// The refund sender sends to the in-process simulator, often enough that the tour sees a refund
 		// reach it within seconds.
 		"REFUND_PROVIDER_URL":    "http://" + devserver.HostPort(localIP, o.providerPort),
 		"REFUND_PROVIDER_SECRET": refundsim.LocalStackSecret,
 		"REFUND_SEND_INTERVAL":   "2s",
+	}
+	if !o.externalRedis {
+		defaults["REDIS_ADDR"] = fmt.Sprintf("%s:%d", localIP, o.redisPort)
 	}
 	if o.dataDir != "" {
 		defaults["SQLITE_PATH"] = filepath.Join(o.dataDir, "ordersaga.db")
