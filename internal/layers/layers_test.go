@@ -292,9 +292,16 @@ var layers = []layer{
 		forbid:     storeLibs,
 	},
 	{
+		name:       "internal/redislab: a local Redis Cluster's processes (tests and bench), go-redis and its port picker only",
+		pkgs:       paths("internal/redislab/..."),
+		module:     []string{"internal/netport"},
+		thirdParty: []string{"github.com/redis/go-redis/..."},
+		forbid:     concat(gormLibs, sqlLibs, temporal, []string{"testing"}),
+	},
+	{
 		name:       "internal/testenv: the tests' stores",
 		pkgs:       paths("internal/testenv/..."),
-		module:     []string{"internal/sqlstore", "internal/redisstock", "internal/netport"},
+		module:     []string{"internal/sqlstore", "internal/redisstock", "internal/netport", "internal/redislab"},
 		thirdParty: []string{"..."},
 		forbid:     temporal,
 	},
@@ -561,6 +568,9 @@ func TestRulesCatchViolations(t *testing.T) {
 			{ImportPath: m("flashsale/internal/loadtest"), Name: "loadtest", Imports: []string{m(""), m("activities")}},
 			{ImportPath: m("bench"), Name: "main", Imports: []string{m("flashsale/internal/loadtest")}},
 		}, []string{"flashsale/internal/loadtest -> " + m("activities"), "bench -> " + m("flashsale/internal/loadtest")}},
+		{"redislab imports a store and testing", []pkg{
+			{ImportPath: m("internal/redislab"), Name: "redislab", Imports: []string{m("internal/netport"), m("internal/redisstock"), "github.com/redis/go-redis/v9", "testing"}},
+		}, []string{"internal/redislab -> " + m("internal/redisstock"), "internal/redislab -> testing"}},
 		{"a package in no layer", []pkg{
 			{ImportPath: m("internal/newthing"), Name: "newthing"},
 		}, []string{"uncovered internal/newthing"}},
