@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,84 +73,13 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// scriptCalls records the keys of every script call (EVAL, EVALSHA) and every transaction a client sends.
-type scriptCalls struct {
-	mu      sync.Mutex
-	scripts map[string][][]string // SHA1 -> the keys of each call
-	txs     [][]string            // the keys of each MULTI
-}
-
-func (c *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.record(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		var tx []string
-		inTx := false
-		for _, cmd := range cmds {
-			switch cmd.Name() {
-			case "multi":
-				inTx = true
-			case "exec":
-				c.mu.Lock()
-				c.txs = append(c.txs, tx)
-				c.mu.Unlock()
-				tx, inTx = nil, false
-			default:
-				if inTx && len(cmd.Args()) > 1 {
-					tx = append(tx, cmd.Args()[1].(string))
-				}
-				c.record(cmd)
-			}
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func (c *scriptCalls) record(cmd redis.Cmder) {
-	name := cmd.Name()
-	if name != "eval" && name != "evalsha" {
-		return
-	}
-	args := cmd.Args()
-	sha := args[1].(string)
-	if name == "eval" {
-		sha = redis.NewScript(sha).Hash()
-	}
-	n := int(toInt64(args[2]))
-	keys := make([]string, n)
-	for i := range n {
-		keys[i] = args[3+i].(string)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.scripts[sha] = append(c.scripts[sha], keys)
-}
-
-func toInt64(v any) int64 {
-	switch n := v.(type) {
-	case int:
-		return int64(n)
-	case int64:
-		return n
-	}
-	panic("script key count of an unexpected type")
-}
-
 // TestScripts_KeysShareOneSlot runs every store call that runs a script (lua/*.lua, each file's call sites)
 // or a transaction, and checks that each call's keys hash to one slot (Redis Cluster refuses a script or a
 // MULTI whose keys cross slots, and go-redis would split the MULTI into one per slot: no longer atomic).
 func TestScripts_KeysShareOneSlot(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := testenv.RedisClient(t)
-	calls := &scriptCalls{scripts: map[string][][]string{}}
-	rdb.AddHook(calls)
+	calls := testenv.RecordKeyCalls(rdb)
 	rs := redisstock.New(rdb, prefix, 0)
 	ctx := t.Context()
 	sku := "SKU-" + testenv.RandomID(4)
@@ -203,30 +131,20 @@ func TestScripts_KeysShareOneSlot(t *testing.T) {
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		must(err)
-		sha := redis.NewScript(string(src)).Hash()
-		runs := calls.scripts[sha]
+		runs := calls.Script(string(src))
 		if len(runs) == 0 {
 			t.Errorf("%s: no call ran it: add its call sites to this test", f)
 		}
 		for _, keys := range runs {
-			checkOneSlot(t, f, keys)
+			testenv.CheckOneSlot(t, f, keys)
 		}
 	}
-	if len(calls.txs) == 0 {
+	all, multis := calls.All()
+	if multis == 0 {
 		t.Error("no transaction recorded")
 	}
-	for _, keys := range calls.txs {
-		checkOneSlot(t, "MULTI", keys)
-	}
-}
-
-func checkOneSlot(t *testing.T, what string, keys []string) {
-	t.Helper()
-	for _, k := range keys {
-		if keySlot(k) != keySlot(keys[0]) {
-			t.Errorf("%s: key %q is in slot %d, %q in slot %d: the call crosses slots", what, k, keySlot(k),
-				keys[0], keySlot(keys[0]))
-		}
+	for _, keys := range all {
+		testenv.CheckOneSlot(t, "a script or MULTI", keys)
 	}
 }
 

@@ -3,7 +3,6 @@ package redisstock_test
 import (
 	"errors"
 	"maps"
-	"strings"
 	"testing"
 	"time"
 
@@ -309,48 +308,6 @@ func TestReserve_OrdersAreIndependent(t *testing.T) {
 	readRedis(t, rs, sku, "o1").check(t, 6, map[string]int64{"o1": 2, "o3": 2}, "H:2")
 }
 
-// crc16 is the CRC16-CCITT (XMODEM) that Redis Cluster hashes keys with.
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc ^= uint16(c) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
-// hashTag is the part of a key Redis Cluster hashes: the text between the first '{' and the next '}' when
-// that is not empty, else the whole key.
-func hashTag(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return key
-}
-
-func keySlot(key string) uint16 { return crc16([]byte(hashTag(key))) % 16384 }
-
-func TestKeySlot_MatchesRedisCluster(t *testing.T) {
-	t.Parallel()
-	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.
-	if got := crc16([]byte("123456789")); got != 0x31C3 {
-		t.Fatalf("crc16(123456789) = %#x, want 0x31c3", got)
-	}
-	for key, want := range map[string]uint16{"foo": 12182, "somekey": 11058, "{user1000}.following": 3443, "foo{}{bar}": 8363, "inv:{SKU-1}:avail": 10389} {
-		if got := keySlot(key); got != want {
-			t.Errorf("keySlot(%q) = %d, want %d", key, got, want)
-		}
-	}
-}
-
 func TestKeys_ShareTheSKUHashTag(t *testing.T) {
 	t.Parallel()
 	for _, prefix := range []string{"", "t0a1b2:"} {
@@ -359,12 +316,12 @@ func TestKeys_ShareTheSKUHashTag(t *testing.T) {
 			for _, order := range []string{"o1", "order-{x}", "00000000-0000-0000-0000-000000000000"} {
 				keys := []string{rs.AvailKey(sku), rs.HoldsKey(sku), rs.MarkerKey(sku, order)}
 				for _, k := range keys {
-					if tag := hashTag(k); tag != sku {
+					if tag := testenv.HashTag(k); tag != sku {
 						t.Errorf("key %q hashes on %q, want the SKU %q", k, tag, sku)
 					}
-					if keySlot(k) != keySlot(keys[0]) {
+					if testenv.KeySlot(k) != testenv.KeySlot(keys[0]) {
 						t.Errorf("key %q is in slot %d, %q in slot %d: one script would cross slots",
-							k, keySlot(k), keys[0], keySlot(keys[0]))
+							k, testenv.KeySlot(k), keys[0], testenv.KeySlot(keys[0]))
 					}
 				}
 			}
