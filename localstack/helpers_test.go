@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -124,28 +122,13 @@ func (r *running) stop(tb testing.TB) {
 // call sends a request and decodes a JSON answer into out (when not nil); it returns the status.
 func call(tb testing.TB, method, url string, body []byte, header map[string]string, out any) int {
 	tb.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			tb.Fatalf("%s %s: %s: decode %q: %v", method, url, resp.Status, raw, err)
+	r := testenv.Do(tb, method, url, body, header)
+	if out != nil && len(r.Body) > 0 {
+		if err := json.Unmarshal(r.Body, out); err != nil {
+			tb.Fatalf("%s %s: %d: decode %q: %v", method, url, r.Status, r.Body, err)
 		}
 	}
-	return resp.StatusCode
+	return r.Status
 }
 
 // eventually retries check until it returns "" or the limit passes; then it fails with the last reason.
