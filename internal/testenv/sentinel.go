@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersaga/ordersaga/internal/netport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -55,39 +56,50 @@ func StartRedisServerTLS(tb testing.TB, ca *CA, args ...string) *RedisServer {
 		"--tls-auth-clients", "no"}, args...))
 }
 
-// startRedis runs redis-server with args (the first may be a configuration file) and the options every
-// test server has, and waits until port listens. A server that exits before fails the test with its log.
+// startRedis runs redis-server with args (the first may be a configuration file) in a directory of the
+// test's, and kills it at the test's end (launchRedis).
 func startRedis(tb testing.TB, port int, args []string) *RedisServer {
 	tb.Helper()
-	dir := tb.TempDir()
+	s, err := launchRedis(tb.TempDir(), port, args)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Kill() })
+	return s
+}
+
+// launchRedis runs redis-server in dir with args and the options every test server has, and waits until
+// port listens. A server that exits before, or does not listen in time, is an error with its log (and is
+// killed). The server dies with the test binary (spawnChild); nothing else stops it.
+func launchRedis(dir string, port int, args []string) (*RedisServer, error) {
 	s := &RedisServer{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir}
 	args = append(args, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
 		"--logfile", filepath.Join(dir, "redis.log"))
 	cmd := exec.Command("redis-server", args...)
 	if err := spawnChild(cmd); err != nil {
-		tb.Fatalf("start redis-server on %s: %v (is redis-server installed?)", s.Addr, err)
+		return nil, fmt.Errorf("start redis-server on %s: %w (is redis-server installed?)", s.Addr, err)
 	}
 	s.cmd, s.exited = cmd, make(chan struct{})
 	go func(exited chan struct{}) {
 		_ = cmd.Wait()
 		close(exited)
 	}(s.exited)
-	tb.Cleanup(func() { _ = s.Kill() })
 
 	deadline := time.Now().Add(redisStartTimeout)
 	for {
 		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
 		if err == nil {
 			c.Close()
-			return s
+			return s, nil
 		}
 		select {
 		case <-s.exited:
-			tb.Fatalf("redis-server on %s exited at start: %s", s.Addr, s.logTail())
+			return nil, fmt.Errorf("redis-server on %s exited at start: %s", s.Addr, s.logTail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("redis-server on %s does not listen after %s: %v; %s", s.Addr, redisStartTimeout, err, s.logTail())
+			_ = s.Kill()
+			return nil, fmt.Errorf("redis-server on %s does not listen after %s: %v; %s", s.Addr, redisStartTimeout, err, s.logTail())
 		}
 	}
 }
@@ -133,34 +145,91 @@ type Sentinel struct {
 	masterAddrByName string
 }
 
-// StartSentinel starts the setup and waits until every sentinel knows the replica (synced with the
-// master) and the two other sentinels: before that, a failover could not be agreed on.
+// StartSentinel starts a setup of the test's own (startSentinel), killed at the test's end.
 func StartSentinel(tb testing.TB) *Sentinel {
 	tb.Helper()
-	s := &Sentinel{Master: "m"}
-	s.master = StartRedisServer(tb, "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
-	s.replica = StartRedisServer(tb, "--replicaof", "127.0.0.1", portOf(s.master.Addr),
-		"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
-	s.masterAddrByName = s.master.Addr
-	for range 3 {
-		port := StablePort(tb, "127.0.0.1")
-		conf := filepath.Join(tb.TempDir(), "sentinel.conf")
-		text := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %s 2\n"+
-			"sentinel down-after-milliseconds %[1]s 1000\n"+
-			"sentinel failover-timeout %[1]s 5000\n", s.Master, portOf(s.master.Addr))
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			tb.Fatal(err)
+	s, err := startSentinel(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.stop)
+	return s
+}
+
+// startSentinel starts a setup in dir (a directory for each server under it), each server on a free port,
+// and waits until every sentinel knows the replica (synced with the master) and the two other sentinels:
+// before that, a failover could not be agreed on. On an error the servers it started are killed; otherwise
+// they run until stop or the test binary's end (spawnChild).
+func startSentinel(dir string) (s *Sentinel, err error) {
+	s = &Sentinel{Master: "m"}
+	defer func() {
+		if err != nil {
+			s.stop()
 		}
-		srv := startRedis(tb, port, []string{conf, "--sentinel", "--port", strconv.Itoa(port)})
+	}()
+	replication := []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1"}
+	if s.master, err = startIn(dir, "master", nil, replication...); err != nil {
+		return s, err
+	}
+	s.masterAddrByName = s.master.Addr
+	replicaOf := append([]string{"--replicaof", "127.0.0.1", portOf(s.master.Addr)}, replication...)
+	if s.replica, err = startIn(dir, "replica", nil, replicaOf...); err != nil {
+		return s, err
+	}
+	// A sentinel rewrites its configuration file with what it learns: it needs a file of its own.
+	conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %s 2\n"+
+		"sentinel down-after-milliseconds %[1]s 1000\n"+
+		"sentinel failover-timeout %[1]s 5000\n", s.Master, portOf(s.master.Addr))
+	for i := range 3 {
+		srv, err := startIn(dir, "sentinel"+strconv.Itoa(i), []byte(conf), "--sentinel")
+		if err != nil {
+			return s, err
+		}
 		s.sentinelServers = append(s.sentinelServers, srv)
 		s.Sentinels = append(s.Sentinels, srv.Addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelReadyTimeout)
 	defer cancel()
 	if err := s.waitReady(ctx); err != nil {
-		tb.Fatalf("sentinel setup not ready: %v", err)
+		return s, fmt.Errorf("sentinel setup not ready: %w", err)
 	}
-	return s
+	return s, nil
+}
+
+// startIn starts a redis-server on a free port in the directory name under dir, with the configuration file
+// conf there first on its command line when conf is not nil.
+func startIn(dir, name string, conf []byte, args ...string) (*RedisServer, error) {
+	d := filepath.Join(dir, name)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return nil, err
+	}
+	port, err := netport.Free("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	if conf != nil {
+		path := filepath.Join(d, name+".conf")
+		if err := os.WriteFile(path, conf, 0o600); err != nil {
+			return nil, err
+		}
+		args = append([]string{path}, args...)
+	}
+	return launchRedis(d, port, append(args, "--port", strconv.Itoa(port)))
+}
+
+// stop kills every server of the setup.
+func (s *Sentinel) stop() {
+	for _, srv := range append([]*RedisServer{s.master, s.replica}, s.sentinelServers...) {
+		if srv != nil {
+			_ = srv.Kill()
+		}
+	}
+}
+
+// Client returns a new failover client of the setup (the caller closes it): it asks the sentinels for the
+// master, and again after a failover.
+func (s *Sentinel) Client() *redis.Client {
+	return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Master, SentinelAddrs: s.Sentinels, PoolSize: 256})
 }
 
 func portOf(addr string) string {

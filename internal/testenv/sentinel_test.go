@@ -97,3 +97,82 @@ func masterBySentinel(ctx context.Context, t *testing.T, sentinel, name string) 
 	}
 	return net.JoinHostPort(hp[0], hp[1])
 }
+
+// TestSentinelMode_TestsShareTheMasterUnderTheirOwnPrefixes: in REDIS_SENTINEL=1 mode, two tests' clients
+// are failover clients that write to the shared setup's master, each under a prefix of its own, and each
+// test's keys are gone from the master once it has ended.
+func TestSentinelMode_TestsShareTheMasterUnderTheirOwnPrefixes(t *testing.T) {
+	if !testenv.SentinelMode() {
+		t.Skip("needs REDIS_SENTINEL=1")
+	}
+	if !testenv.RealRedis() {
+		t.Error("RealRedis() = false in Sentinel mode")
+	}
+	ctx := t.Context()
+	s := testenv.SharedSentinel(t)
+	master := redis.NewClient(&redis.Options{Addr: s.MasterAddr()})
+	defer master.Close()
+	var prefixes []string
+	for _, name := range []string{"first", "second"} {
+		t.Run(name, func(t *testing.T) {
+			rdb, prefix := testenv.RedisClient(t)
+			if _, ok := rdb.(*redis.Client); !ok {
+				t.Fatalf("RedisClient = %T, want the *redis.Client of redis.NewFailoverClient", rdb)
+			}
+			if prefix == "" || slices.Contains(prefixes, prefix) {
+				t.Fatalf("prefix %q, earlier ones %v: want a fresh one", prefix, prefixes)
+			}
+			prefixes = append(prefixes, prefix)
+			if err := rdb.Set(ctx, prefix+"k", name, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := master.Get(ctx, prefix+"k").Result(); err != nil || got != name {
+				t.Errorf("GET %sk on the master %s = %q, %v; want %q", prefix, s.MasterAddr(), got, err, name)
+			}
+		})
+	}
+	for _, p := range prefixes {
+		if keys, err := master.Keys(ctx, p+"*").Result(); err != nil || len(keys) > 0 {
+			t.Errorf("the master keeps %v (%v) of prefix %s after its test's cleanup", keys, err, p)
+		}
+	}
+}
+
+// TestSentinelClient_FollowsAFailover: the failover client (the one RedisClient gives in Sentinel mode) goes
+// on writing once the replica has taken over from a killed master, and reads what it wrote before (WAIT made
+// sure the replica had it). A setup of the test's own: the shared one stays up for the other tests.
+func TestSentinelClient_FollowsAFailover(t *testing.T) {
+	t.Parallel()
+	s := testenv.StartSentinel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	rdb := s.Client()
+	defer rdb.Close()
+	if err := rdb.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 = %d, %v; want the replica to have the write", n, err)
+	}
+	old := s.MasterAddr()
+	if err := s.KillMaster(); err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := s.WaitFailover(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "after", "2", 0).Err(); err != nil {
+		t.Fatalf("SET through the failover client after the failover to %s: %v", promoted, err)
+	}
+	direct := redis.NewClient(&redis.Options{Addr: promoted})
+	defer direct.Close()
+	for key, want := range map[string]string{"before": "1", "after": "2"} {
+		if got, err := direct.Get(ctx, key).Result(); err != nil || got != want {
+			t.Errorf("GET %s on the promoted master %s = %q, %v; want %q", key, promoted, got, err, want)
+		}
+		if got, err := rdb.Get(ctx, key).Result(); err != nil || got != want {
+			t.Errorf("GET %s through the failover client = %q, %v; want %q", key, got, err, want)
+		}
+	}
+}

@@ -31,9 +31,9 @@ func RandomID(n int) string {
 // RealMySQL reports whether MYSQL_DSN points the tests at a real server.
 func RealMySQL() bool { return os.Getenv("MYSQL_DSN") != "" }
 
-// RealRedis reports whether the tests run against a real Redis: the REDIS_ADDR server or a Redis Cluster
-// (ClusterMode).
-func RealRedis() bool { return os.Getenv("REDIS_ADDR") != "" || ClusterMode() }
+// RealRedis reports whether the tests run against a real Redis: the REDIS_ADDR server, a Redis Cluster
+// (ClusterMode) or the Sentinel setup (SentinelMode).
+func RealRedis() bool { return os.Getenv("REDIS_ADDR") != "" || ClusterMode() || SentinelMode() }
 
 // MustOpenStore opens a migrated database of the test's own: a new MySQL database on the MYSQL_DSN server
 // (dropped at cleanup), or a SQLite file in a temp dir.
@@ -88,21 +88,29 @@ func MySQLDatabase(tb testing.TB) string {
 	return cfg.FormatDSN()
 }
 
-// MustOpenRedis returns a Redis layer of the test's own: the Redis Cluster (ClusterMode) or the REDIS_ADDR
-// server under a fresh key prefix (its keys deleted at cleanup), or a fresh miniredis.
+// MustOpenRedis returns a Redis layer of the test's own: the Redis Cluster (ClusterMode), the Sentinel setup's
+// master (SentinelMode) or the REDIS_ADDR server under a fresh key prefix (its keys deleted at cleanup), or a
+// fresh miniredis.
 func MustOpenRedis(tb testing.TB) *redisstock.Store {
 	tb.Helper()
 	rdb, prefix := RedisClient(tb)
 	return redisstock.New(rdb, prefix, 0)
 }
 
-// RedisClient returns a client and a key prefix of the test's own (see MustOpenRedis).
+// RedisClient returns a client and a key prefix of the test's own (see MustOpenRedis); in Sentinel mode a
+// failover client on the shared setup. A cluster and Sentinel both asked for fail the test (redisModeOf).
 func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 	tb.Helper()
-	if ClusterMode() {
-		return clusterClient(tb)
+	mode, err := redisModeOf(os.Getenv)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	if !RealRedis() {
+	switch mode {
+	case redisCluster:
+		return clusterClient(tb)
+	case redisSentinel:
+		return sentinelClient(tb)
+	case redisMini:
 		mr := miniredis.RunT(tb)
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		tb.Cleanup(func() { rdb.Close() })
