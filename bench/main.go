@@ -2,7 +2,8 @@
 // pair back to back, and prints one table with the absolute rates and their ratio:
 //
 //  1. sold-out rejections through the HTTP API vs a bare net/http handler answering 409;
-//  2. the Lua reserve vs a trivial EVALSHA on the same Redis;
+//  2. the Lua reserve vs a trivial EVALSHA on the same Redis; with -redis-cluster (or -redis-cluster-addrs), the
+//     sold-out check and the Lua reserve on a Redis Cluster vs the same on the one Redis, in the same run;
 //  3. orders accepted end to end vs a bare workflow of the same shape on the same Temporal server;
 //  4. the DB deduct transaction on one hot SKU vs the bare conditional UPDATE on the same database;
 //  5. orders accepted per second during a flood of sold-out orders at 10x that rate vs without the flood
@@ -48,6 +49,8 @@ type opts struct {
 	conc           int
 	placeConc      int
 	redisAddr      string
+	startCluster   bool   // -redis-cluster
+	clusterAddrs   string // -redis-cluster-addrs
 	mysqlDSN       string
 	sqlite         bool
 	temporalStores []string
@@ -76,6 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&o.conc, "concurrency", 64, "goroutines of the HTTP, Redis and DB pairs")
 	fs.IntVar(&o.placeConc, "place-concurrency", 64, "concurrent orders of the Temporal pair")
 	fs.StringVar(&o.redisAddr, "redis", orDefault(getenv("REDIS_ADDR"), "127.0.0.1:6379"), "Redis address (default $REDIS_ADDR or 127.0.0.1:6379)")
+	fs.BoolVar(&o.startCluster, "redis-cluster", false, "also measure the Redis pairs' operations on a Redis Cluster of 3 masters and 3 replicas that bench starts for the run, each against the same on -redis (in the redis step)")
+	fs.StringVar(&o.clusterAddrs, "redis-cluster-addrs", "", "like -redis-cluster, on the running Redis Cluster at these comma-separated seeds")
 	fs.StringVar(&o.mysqlDSN, "mysql", orDefault(getenv("MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "MySQL/MariaDB DSN; the benchmark creates and drops a database of its own")
 	fs.BoolVar(&o.sqlite, "sqlite", true, "also run the DB pair on SQLite (the local stack's database)")
 	fs.StringVar(&stores, "temporal", "real,localstack", "setups of the Temporal pair: real (temporaltest, Redis + MariaDB), embedded (temporaltest, miniredis + SQLite), localstack (the local stack's file-backed server, miniredis + SQLite, and candidate server settings)")
@@ -87,6 +92,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.BoolVar(&o.markdown, "markdown", false, "print BENCHMARKS.md's headline table (one row per layer, with the machine, commit, date and the command of each row) on stdout, and the text table on stderr")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if o.startCluster && o.clusterAddrs != "" {
+		return fmt.Errorf("-redis-cluster starts a cluster and -redis-cluster-addrs names one: set one of them")
 	}
 	if only != "" {
 		o.only = map[string]bool{}

@@ -14,7 +14,8 @@ import (
 )
 
 // benchRedis is layer 2: the Lua reserve against a trivial EVALSHA with the same keys and arguments, on
-// the same Redis and client, on a sold-out SKU and on a well-stocked one.
+// the same Redis and client, on a sold-out SKU and on a well-stocked one; with a cluster (-redis-cluster,
+// -redis-cluster-addrs), also the cluster pairs (benchRedisCluster).
 func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	rdb, err := platform.OpenRedis(ctx, o.redisConfig(max(o.conc*2, 128)), nil)
 	if err != nil {
@@ -73,7 +74,11 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	cand, limit := measurePair(ctx, o, o.conc, "", "reserve.lua without the version INCR", noVersionOp, "EVALSHA `return 1`", trivialOp(stocked))
 	out = append(out, pair{Layer: "2b … candidate: no version bump", Real: cand, Limit: limit,
 		Comment: "candidate, not in the code: the in-stock reserve without the INCR of inv:{SKU}:ver (reconciliation's compare-and-set)"})
-	return out, nil
+	if !o.wantsCluster() {
+		return out, nil
+	}
+	more, err := benchRedisCluster(ctx, o)
+	return append(out, more...), err
 }
 
 // noVersionReserveLua is internal/redisstock/lua/reserve.lua without its last write, the version bump.
@@ -106,17 +111,40 @@ func (o opts) redisConfig(pool int) config.Config {
 	return config.Config{RedisAddr: o.redisAddr, RedisPoolSize: pool}
 }
 
+// deleteKeys deletes the keys under prefix: on the one server, or on every master of a cluster (a SCAN
+// through a cluster client reaches one node). Each key goes in an UNLINK of its own, pipelined: keys of one
+// master lie in different slots, and a command on keys of several slots fails.
 func deleteKeys(ctx context.Context, rdb redis.UniversalClient, prefix string) {
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			deleteOn(ctx, m, prefix)
+			return nil
+		})
+		return
+	}
+	deleteOn(ctx, rdb, prefix)
+}
+
+// deleteOn deletes the keys under prefix that one server holds, 1000 a round trip.
+func deleteOn(ctx context.Context, node redis.Cmdable, prefix string) {
+	iter := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var batch []string
+	flush := func() {
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.Unlink(ctx, k)
+			}
+			return nil
+		})
+		batch = batch[:0]
+	}
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())
 		if len(batch) == 1000 {
-			rdb.Unlink(ctx, batch...)
-			batch = batch[:0]
+			flush()
 		}
 	}
 	if len(batch) > 0 {
-		rdb.Unlink(ctx, batch...)
+		flush()
 	}
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/redislab"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestRunRefusesBothClusterFlags: a cluster to start and one to use are two answers to one question; the error
+// names both flags.
+func TestRunRefusesBothClusterFlags(t *testing.T) {
+	t.Parallel()
+	err := run(t.Context(), []string{"bench", "-only", "redis", "-redis-cluster", "-redis-cluster-addrs", "127.0.0.1:1"},
+		func(string) string { return "" }, &strings.Builder{})
+	if err == nil || !strings.Contains(err.Error(), "-redis-cluster ") || !strings.Contains(err.Error(), "-redis-cluster-addrs") {
+		t.Fatalf("run = %v, want an error naming -redis-cluster and -redis-cluster-addrs", err)
+	}
+}
+
+// TestClusterConfigIsTheClusterForm: bench opens the cluster as a process configured with REDIS_CLUSTER_ADDRS
+// would, and not the server of -redis.
+func TestClusterConfigIsTheClusterForm(t *testing.T) {
+	t.Parallel()
+	o := opts{redisAddr: "127.0.0.1:6379"}
+	cfg := o.clusterConfig([]string{"127.0.0.1:7000", "127.0.0.1:7001"}, 64)
+	if form, _ := cfg.RedisForm(); form != config.RedisCluster {
+		t.Errorf("RedisForm = %v, want the cluster form", form)
+	}
+	if !slices.Equal(cfg.RedisClusterAddrs, []string{"127.0.0.1:7000", "127.0.0.1:7001"}) || cfg.RedisPoolSize != 64 {
+		t.Errorf("config = %+v, want the seeds and a pool of 64", cfg)
+	}
+}
+
+// TestOnACluster starts a cluster of 3 masters and 3 replicas (as -redis-cluster does) for the subtests.
+func TestOnACluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c, err := redislab.Start(ctx, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+
+	// deleteKeys deletes the prefix's keys on every master: a SCAN through the cluster client reaches one node.
+	t.Run("deleteKeys reaches every master", func(t *testing.T) {
+		rdb := c.Client()
+		defer rdb.Close()
+		prefix := "benchtest" + randomID() + ":"
+		for i := range 60 {
+			if err := rdb.Set(ctx, prefix+"inv:{SKU-"+string(rune('a'+i%26))+string(rune('a'+i/26))+"}:avail", i, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deleteKeys(ctx, rdb, prefix)
+		err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			keys, err := m.Keys(ctx, prefix+"*").Result()
+			if len(keys) > 0 {
+				t.Errorf("master %s keeps %d keys of the prefix: %v", m.Options().Addr, len(keys), keys)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// The cluster pairs run each operation on the cluster and on one Redis without an error.
+	t.Run("the cluster pairs measure both sides", func(t *testing.T) {
+		o := opts{dur: 200 * time.Millisecond, rounds: 1, conc: 4, redisAddr: orDefault(os.Getenv("REDIS_ADDR"), "127.0.0.1:6379"),
+			clusterAddrs: strings.Join(c.Addrs(), ",")}
+		pairs, err := benchRedisCluster(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pairs) != 3 {
+			t.Fatalf("%d pairs, want 3 (sold-out check, sold-out reserve, in-stock reserve)", len(pairs))
+		}
+		for _, p := range pairs {
+			for _, r := range []result{p.Real, p.Limit} {
+				if r.Ops == 0 || r.Errors > 0 {
+					t.Errorf("%s: %s: %d ops, %d errors, first: %v", p.Layer, r.Name, r.Ops, r.Errors, r.FirstErr)
+				}
+			}
+			if p.Target != 0 {
+				t.Errorf("%s: target %v, want none (the issue sets none for the cluster's ratio)", p.Layer, p.Target)
+			}
+		}
+	})
+}
