@@ -26,8 +26,9 @@ const redisStartTimeout = 10 * time.Second
 // failover to end.
 const sentinelReadyTimeout = 30 * time.Second
 
-// RedisServer is a redis-server of the test's own: on a free port of 127.0.0.1, nothing saved, in a directory
-// of the test's (its log is redis.log there), killed at the test's end (and with the test binary: spawnChild).
+// RedisServer is a redis-server of the tests': on a free port of 127.0.0.1, nothing saved, in a directory of
+// its own (its log is redis.log there), killed with the test binary (spawnChild) and, when a test started it,
+// at that test's end.
 type RedisServer struct {
 	Addr string
 	Dir  string
@@ -133,7 +134,8 @@ func (s *RedisServer) logTail() string {
 }
 
 // Sentinel is a master, its replica and three sentinels monitoring the master under the name Master with a
-// quorum of 2, each process on a free port and killed at the test's end. A master is judged down after 1 s
+// quorum of 2, each process on a free port: a test's own (StartSentinel), killed at its end, or the test
+// binary's shared one (SharedSentinel), killed with the binary. A master is judged down after 1 s
 // without an answer, so KillMaster's failover takes a few seconds.
 type Sentinel struct {
 	Master    string   // the name the sentinels monitor the master under (REDIS_SENTINEL_MASTER)
