@@ -24,7 +24,7 @@ func (r *Store) scanSKU(ctx context.Context, sku, head, tail string, count int64
 		}
 		node = m
 	}
-	iter := node.Scan(ctx, 0, globEscape(head)+tail, count).Iterator()
+	iter := node.Scan(ctx, 0, GlobEscape(head)+tail, count).Iterator()
 	for iter.Next(ctx) {
 		if err := fn(iter.Val()); err != nil {
 			return err
@@ -36,8 +36,8 @@ func (r *Store) scanSKU(ctx context.Context, sku, head, tail string, count int64
 	return nil
 }
 
-// globEscape quotes the characters SCAN MATCH treats as a pattern.
-func globEscape(s string) string {
+// GlobEscape quotes the characters SCAN MATCH (and KEYS) treat as a pattern.
+func GlobEscape(s string) string {
 	var b strings.Builder
 	for _, c := range s {
 		if strings.ContainsRune(`*?[]\`, c) {

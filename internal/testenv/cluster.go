@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ordersaga/ordersaga/internal/redislab"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ordersaga/ordersaga/internal/redislab"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
 )
 
 // The tests' Redis Cluster. REDIS_CLUSTER=1 makes the test binary start a cluster of its own, once, on first
@@ -86,12 +88,7 @@ func clusterClient(tb testing.TB) (redis.UniversalClient, string) {
 		rdb.Close()
 		tb.Fatalf("redis cluster: %v", err)
 	}
-	prefix := "t" + RandomID(6) + ":"
-	tb.Cleanup(func() {
-		_, _ = deleteMatching(context.Background(), rdb, globEscape(prefix)+"*")
-		rdb.Close()
-	})
-	return rdb, prefix
+	return rdb, ownPrefix(tb, rdb)
 }
 
 // deleteMatching deletes the keys matching pattern on a single server, or on every master of a cluster
@@ -138,14 +135,13 @@ func deleteMatching(ctx context.Context, rdb redis.UniversalClient, pattern stri
 	return total, err
 }
 
-// globEscape quotes the characters SCAN MATCH treats as a pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+// ownPrefix is a fresh key prefix of the test's own on rdb: its keys are deleted (on every master of a
+// cluster) and rdb closed when the test ends.
+func ownPrefix(tb testing.TB, rdb redis.UniversalClient) string {
+	prefix := "t" + RandomID(6) + ":"
+	tb.Cleanup(func() {
+		_, _ = deleteMatching(context.Background(), rdb, redisstock.GlobEscape(prefix)+"*")
+		rdb.Close()
+	})
+	return prefix
 }

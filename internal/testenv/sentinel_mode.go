@@ -101,10 +101,5 @@ func sentinelClient(tb testing.TB) (redis.UniversalClient, string) {
 		rdb.Close()
 		tb.Fatalf("redis sentinel: %v", err)
 	}
-	prefix := "t" + RandomID(6) + ":"
-	tb.Cleanup(func() {
-		_, _ = deleteMatching(context.Background(), rdb, globEscape(prefix)+"*")
-		rdb.Close()
-	})
-	return rdb, prefix
+	return rdb, ownPrefix(tb, rdb)
 }

@@ -122,12 +122,7 @@ func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		tb.Fatalf("redis at REDIS_ADDR: %v", err)
 	}
-	prefix := "t" + RandomID(6) + ":"
-	tb.Cleanup(func() {
-		_, _ = deleteMatching(context.Background(), rdb, globEscape(prefix)+"*")
-		rdb.Close()
-	})
-	return rdb, prefix
+	return rdb, ownPrefix(tb, rdb)
 }
 
 // UnreachableRedis returns a Redis stock store whose client dials a local port that nothing listens on
