@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,14 +258,8 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 func (c *Cluster) checkReady(ctx context.Context) error {
 	for _, addr := range c.runningAddrs() {
 		err := withNode(ctx, addr, func(rdb *redis.Client) error {
-			info, err := rdb.ClusterInfo(ctx).Result()
-			if err != nil {
+			if err := slotsServed(ctx, addr, rdb); err != nil {
 				return err
-			}
-			for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:16384", "cluster_slots_ok:16384"} {
-				if !strings.Contains(info, want+"\r\n") {
-					return fmt.Errorf("%s: CLUSTER INFO lacks %s", addr, want)
-				}
 			}
 			top, err := nodeTopology(ctx, rdb)
 			if err != nil {
@@ -300,6 +296,29 @@ func (c *Cluster) checkReady(ctx context.Context) error {
 		})
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) checkServed(ctx context.Context) error {
+	for _, addr := range c.runningAddrs() {
+		if err := withNode(ctx, addr, func(rdb *redis.Client) error { return slotsServed(ctx, addr, rdb) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// slotsServed checks that the node's CLUSTER INFO says cluster_state:ok with every slot assigned and ok.
+func slotsServed(ctx context.Context, addr string, rdb *redis.Client) error {
+	info, err := rdb.ClusterInfo(ctx).Result()
+	if err != nil {
+		return err
+	}
+	for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:16384", "cluster_slots_ok:16384"} {
+		if !strings.Contains(info, want+"\r\n") {
+			return fmt.Errorf("%s: CLUSTER INFO lacks %s", addr, want)
 		}
 	}
 	return nil
@@ -373,6 +392,88 @@ func waitPing(ctx context.Context, addr string) error {
 		case <-ctx.Done():
 			return fmt.Errorf("redis-server %s does not answer: %w", addr, errors.Join(ctx.Err(), err))
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Pause stops the node at addr with SIGSTOP: it keeps its sockets open and answers nothing, as a node that
+// hangs or sits behind a partition would. Its kernel still accepts what peers send it, up to the socket
+// buffers. Resume continues it.
+func (c *Cluster) Pause(addr string) error { return c.signal(addr, syscall.SIGSTOP, "pause") }
+
+// Resume continues a node that Pause stopped (SIGCONT).
+func (c *Cluster) Resume(addr string) error { return c.signal(addr, syscall.SIGCONT, "resume") }
+
+func (c *Cluster) signal(addr string, sig syscall.Signal, what string) error {
+	n, err := c.node(addr)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n.cmd == nil {
+		return fmt.Errorf("%s %s: not running", what, addr)
+	}
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("%s %s: %w", what, addr, err)
+	}
+	return nil
+}
+
+// Shard is the master that serves a key's slot and its replicas that are online, by address.
+type Shard struct {
+	Slot     int64
+	Master   string // "" while no master online serves the slot
+	Replicas []string
+}
+
+// ShardOf is the shard of key's slot (CLUSTER KEYSLOT, CLUSTER SHARDS) as the node at addr sees it.
+func (c *Cluster) ShardOf(ctx context.Context, addr, key string) (Shard, error) {
+	var sh Shard
+	err := withNode(ctx, addr, func(rdb *redis.Client) error {
+		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			return fmt.Errorf("%s: CLUSTER KEYSLOT: %w", addr, err)
+		}
+		shards, err := rdb.ClusterShards(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("%s: CLUSTER SHARDS: %w", addr, err)
+		}
+		sh = Shard{Slot: slot}
+		for _, s := range shards {
+			if !slices.ContainsFunc(s.Slots, func(r redis.SlotRange) bool { return r.Start <= slot && slot <= r.End }) {
+				continue
+			}
+			for _, n := range s.Nodes {
+				if n.Health != "online" {
+					continue
+				}
+				a := net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+				switch n.Role {
+				case "master":
+					sh.Master = a
+				case "replica":
+					sh.Replicas = append(sh.Replicas, a)
+				}
+			}
+		}
+		return nil
+	})
+	return sh, err
+}
+
+// WaitServed waits until every running node says cluster_state:ok with all 16384 slots assigned and ok: what
+// clients need after a failover, before the failed node is back (WaitReady waits for that too).
+func (c *Cluster) WaitServed(ctx context.Context) error {
+	var last error
+	for {
+		if last = c.checkServed(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redis cluster slots not served: %w", last)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

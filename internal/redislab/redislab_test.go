@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +80,70 @@ func TestExistingIsNeverKilled(t *testing.T) {
 		t.Errorf("Kill on an existing cluster = %v, want a refusal", err)
 	}
 	c.Stop() // a no-op: nothing of it is this process's
+}
+
+// TestPauseAndFailover: ShardOf names a key's master and replica; a paused node answers nothing until
+// resumed; the master killed, its replica is promoted (ShardOf names it), WaitServed returns once every slot
+// is served again, and the killed node restarted rejoins as a replica (WaitReady).
+func TestPauseAndFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c, err := redislab.Start(ctx, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	const key = "{sku}k"
+	sh, err := c.ShardOf(ctx, c.Addrs()[0], key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Master == "" || len(sh.Replicas) != 1 {
+		t.Fatalf("ShardOf(%s) = %+v, want a master and one replica", key, sh)
+	}
+	replica := sh.Replicas[0]
+	if err := c.Pause(replica); err != nil {
+		t.Fatal(err)
+	}
+	one := redis.NewClient(&redis.Options{Addr: replica, MaxRetries: -1, ReadTimeout: 300 * time.Millisecond})
+	defer one.Close()
+	if err := one.Ping(ctx).Err(); err == nil {
+		t.Errorf("paused %s answers PING", replica)
+	}
+	if err := c.Resume(replica); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Ping(ctx).Err(); err != nil {
+		t.Errorf("resumed %s: PING: %v", replica, err)
+	}
+
+	if err := c.Kill(sh.Master); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		now, err := c.ShardOf(ctx, replica, key)
+		if err == nil && now.Master == replica {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s not promoted: %+v, %v", replica, now, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := c.WaitServed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(ctx, sh.Master); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	top, err := c.Topology(ctx, replica)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(top.Replicas, sh.Master) {
+		t.Errorf("restarted %s is not a replica: %+v", sh.Master, top)
+	}
 }
