@@ -200,6 +200,10 @@ func TestParseScenario(t *testing.T) {
 	if err != nil || sc.Orders != 500 || sc.Duration != time.Minute {
 		t.Errorf("soak flags: %+v, %v", sc, err)
 	}
+	sc, err = parseScenario("cluster", nil, &sb)
+	if err != nil || sc.Kills != 1 || !sc.RedisCluster {
+		t.Errorf("cluster defaults: %+v, %v; want one fault of each kind on a Redis Cluster", sc, err)
+	}
 	if _, err := parseScenario("nope", nil, &sb); err == nil {
 		t.Error("an unknown subcommand must be an error")
 	}

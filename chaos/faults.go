@@ -40,11 +40,14 @@ type recorder struct {
 	// provider had executed it, the row did not say so yet.
 	refundVictims    map[string]int64
 	blackholesUnseen int64 // provider blackholes during which no refund request reached the provider
+	// missedKinds are the faults of a kind tried and not counted, the event that makes one not seen
+	// (a replica never promoted, writes that were not lost after all).
+	missedKinds map[string]int64
 }
 
 func newRecorder() *recorder {
 	return &recorder{injected: map[string]int64{}, armed: map[string]int64{}, recovery: map[string]time.Duration{}, victims: map[string]int64{},
-		refundVictims: map[string]int64{}}
+		refundVictims: map[string]int64{}, missedKinds: map[string]int64{}}
 }
 
 // victim records an order a worker kill hit.
@@ -119,6 +122,13 @@ func (r *recorder) miss() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.missed++
+}
+
+// missKind records a fault of kind tried and not counted.
+func (r *recorder) missKind(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.missedKinds[kind]++
 }
 
 func (r *recorder) leak() {

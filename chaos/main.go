@@ -10,8 +10,13 @@
 //	go run ./chaos api-kill         [-kills 3]  [-orders 100]
 //	go run ./chaos temporal-restart [-kills 3]  [-orders 100]
 //	go run ./chaos refund-kill      [-kills 1]  [-orders 100]
+//	go run ./chaos cluster          [-kills 1]  [-orders 100]
 //	go run ./chaos soak             [-orders 10000] [-duration 10m]
 //	go run ./chaos short            (what the test runs: one fault of each kind, a few hundred orders)
+//
+// cluster runs the stack on a Redis Cluster of its own (3 masters, 1 replica each; every process gets
+// REDIS_CLUSTER_ADDRS) and, Kills times each, SIGKILLs the master of the first SKU's slot (redis_master_kill)
+// and does so again after cutting its replica off, so that writes are lost (redis_lost_writes).
 //
 // The hidden subcommand "temporal-server --db FILE --port P" is the Temporal server process the others start.
 // -markdown prints, after the RESULT line, the run's rows of the table RELIABILITY.md opens with.
@@ -45,7 +50,7 @@ func signalContext() context.Context {
 // when one is not, 2 on a usage or set-up error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: chaos worker-kill|api-kill|temporal-restart|refund-kill|soak|short [flags]")
+		fmt.Fprintln(stderr, "usage: chaos worker-kill|api-kill|temporal-restart|refund-kill|cluster|soak|short [flags]")
 		return 2
 	}
 	if args[0] == "temporal-server" {
@@ -81,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseScenario(name string, args []string, stderr io.Writer) (scenario, error) {
 	sc, ok := defaultScenario(name)
 	if !ok {
-		return scenario{}, fmt.Errorf("unknown subcommand %q: want worker-kill, api-kill, temporal-restart, refund-kill, soak or short", name)
+		return scenario{}, fmt.Errorf("unknown subcommand %q: want worker-kill, api-kill, temporal-restart, refund-kill, cluster, soak or short", name)
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

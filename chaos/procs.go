@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,7 +36,7 @@ func (p *proc) start(extra ...string) error {
 		return fmt.Errorf("start %s: log: %w", p.name, err)
 	}
 	cmd := exec.Command(p.bin, p.args...)
-	cmd.Env = append(append(os.Environ(), p.env...), extra...)
+	cmd.Env = childEnv(os.Environ(), p.env, extra)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Its own process group (a Ctrl-C of the chaos run is not delivered to it; the run stops it), and killed
 	// with the chaos run if that dies.
@@ -57,6 +58,29 @@ func (p *proc) start(extra ...string) error {
 		close(exited)
 	}()
 	return nil
+}
+
+// childEnv is a process's environment: base with each later list's KEY=VALUE set over it, in order; an empty
+// VALUE removes KEY (the configuration reads an empty variable as unset, but a test can only see the absent).
+func childEnv(base []string, sets ...[]string) []string {
+	var keys []string
+	vals := map[string]string{}
+	for _, list := range append([][]string{base}, sets...) {
+		for _, kv := range list {
+			k, v, _ := strings.Cut(kv, "=")
+			if _, ok := vals[k]; !ok {
+				keys = append(keys, k)
+			}
+			vals[k] = v
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		if v := vals[k]; v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 // done is closed when the current run of the process has exited.

@@ -29,7 +29,10 @@ type scenario struct {
 	Only     []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
 	Rekill   bool     // worker kills may hit an order an earlier kill hit (workerKill.rekill)
 	OwnMySQL bool     // the run starts a MariaDB server of its own, which the mysql_restart fault may kill
-	Markdown bool     // after the RESULT line, print the run's rows of RELIABILITY.md's table (writeMarkdown)
+	// RedisCluster: the run's Redis is a Redis Cluster of its own (3 masters, 1 replica each), whose
+	// masters the cluster faults kill (cluster.go).
+	RedisCluster bool
+	Markdown     bool // after the RESULT line, print the run's rows of RELIABILITY.md's table (writeMarkdown)
 }
 
 // defaultScenario is a subcommand's defaults.
@@ -48,6 +51,8 @@ func defaultScenario(name string) (scenario, bool) {
 		sc.Kills, sc.Orders = 1, 100
 	case "refund-kill":
 		sc.Kills, sc.Orders = 1, 100
+	case "cluster":
+		sc.Kills, sc.Orders, sc.RedisCluster = 1, 100, true
 	default:
 		return scenario{}, false
 	}
@@ -77,7 +82,7 @@ func runScenario(ctx context.Context, sc scenario, log io.Writer) (result, error
 		dir = d
 	}
 	fmt.Fprintf(log, "chaos: %s: binaries, logs and the Temporal file in %s\n", sc.Name, dir)
-	t, err := startTopology(ctx, dir, sc.OwnMySQL, log)
+	t, err := startTopology(ctx, dir, stack{OwnMySQL: sc.OwnMySQL, RedisCluster: sc.RedisCluster}, log)
 	if err != nil {
 		return result{}, err
 	}
@@ -165,6 +170,8 @@ func (r *runState) phases() []phase {
 		return []phase{r.soak}
 	case "refund-kill":
 		return []phase{r.refundFaults}
+	case "cluster":
+		return []phase{r.clusterFaults}
 	default: // short: one of each
 		return []phase{r.workerKills, r.apiKills, r.temporalRestarts, r.storeFaultsOnce}
 	}

@@ -11,12 +11,14 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/redislab"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
@@ -40,6 +42,7 @@ const paymentTimeout = 5 * time.Second
 
 // topology is a running multi-process stack: its processes and the chaos run's own view of the stores.
 type topology struct {
+	stack    stack
 	dir      string
 	dbName   string
 	adminDSN string // MYSQL_DSN without the run's database, to drop it
@@ -53,7 +56,10 @@ type topology struct {
 	workers  []*proc
 	paysim   *proc  // the refund provider simulator (`paysim serve`)
 	provider string // its base URL, the workers' REFUND_PROVIDER_URL
-	redisSrv *proc  // nil when CHAOS_REDIS_ADDR names an external Redis
+	redisSrv *proc  // nil when CHAOS_REDIS_ADDR names an external Redis, or with a cluster
+	// cluster is the run's own Redis Cluster (stack.RedisCluster), whose nodes the cluster faults kill; nil
+	// otherwise. redis is then its nodes' addresses, comma-separated.
+	cluster  *redislab.Cluster
 	mysqlSrv *proc  // the run's own MariaDB (-own-mysql); nil on MYSQL_DSN's server
 	mysqlDSN string // the server's DSN without a database: MYSQL_DSN, or the own server's
 	mysqlAdr string // the own server's address
@@ -64,16 +70,22 @@ type topology struct {
 	log   io.Writer
 }
 
-// startTopology builds the binaries, creates the run's database (on a MariaDB server of its own when ownMySQL
-// is set), starts Redis (unless CHAOS_REDIS_ADDR is set), the Temporal server, the refund provider simulator,
-// two workers (each sending refunds to the simulator) and two APIs, and waits until each one serves.
-func startTopology(ctx context.Context, dir string, ownMySQL bool, log io.Writer) (*topology, error) {
-	t := &topology{dir: dir, log: log, mysqlDSN: os.Getenv("MYSQL_DSN")}
+// stack is what a run's topology starts of its own besides its processes.
+type stack struct {
+	OwnMySQL     bool // a MariaDB server (else MYSQL_DSN's)
+	RedisCluster bool // a Redis Cluster of 3 masters with a replica each (else one redis-server, or CHAOS_REDIS_ADDR)
+}
+
+// startTopology builds the binaries, creates the run's database (on a MariaDB server of its own with
+// OwnMySQL), starts Redis (startRedis), the Temporal server, the refund provider simulator, two workers (each
+// sending refunds to the simulator) and two APIs, and waits until each one serves.
+func startTopology(ctx context.Context, dir string, st stack, log io.Writer) (*topology, error) {
+	t := &topology{dir: dir, log: log, stack: st, mysqlDSN: os.Getenv("MYSQL_DSN")}
 	if t.mysqlDSN == "" {
 		t.mysqlDSN = "root@tcp(127.0.0.1:3306)/"
 	}
 	steps := []func(context.Context) error{t.build, t.createDatabase, t.startRedis, t.openStores, t.startTemporal, t.startPaysim, t.startWorkers, t.startAPIs}
-	if ownMySQL {
+	if st.OwnMySQL {
 		steps = append([]func(context.Context) error{t.startMySQL}, steps...)
 	}
 	for _, step := range steps {
@@ -124,9 +136,13 @@ func execSQL(ctx context.Context, dsn, stmt string) error {
 	return err
 }
 
-// startRedis starts redis-server on a free port without persistence, unless CHAOS_REDIS_ADDR is set (not
-// REDIS_ADDR: a run needs a Redis of its own that it may restart, and CI sets REDIS_ADDR for the other tests).
+// startRedis starts the run's Redis: a Redis Cluster of its own with stack.RedisCluster (startCluster); else
+// redis-server on a free port without persistence, unless CHAOS_REDIS_ADDR is set (not REDIS_ADDR: a run
+// needs a Redis of its own that it may restart, and CI sets REDIS_ADDR for the other tests).
 func (t *topology) startRedis(ctx context.Context) error {
+	if t.stack.RedisCluster {
+		return t.startCluster(ctx)
+	}
 	if addr := os.Getenv("CHAOS_REDIS_ADDR"); addr != "" {
 		t.redis = addr
 		return nil
@@ -143,6 +159,20 @@ func (t *topology) startRedis(ctx context.Context) error {
 	t.redisSrv = &proc{name: "redis", bin: bin, log: filepath.Join(t.dir, "redis.log"),
 		args: []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}}
 	return t.restartRedis(ctx)
+}
+
+// startCluster starts the run's own Redis Cluster (redislab: 3 masters, 1 replica each, no persistence), which
+// the cluster faults may kill nodes of; CHAOS_REDIS_ADDR does not replace it.
+func (t *topology) startCluster(ctx context.Context) error {
+	start := time.Now()
+	c, err := redislab.Start(ctx, 3, 1)
+	if err != nil {
+		return fmt.Errorf("start the run's Redis Cluster: %w", err)
+	}
+	t.cluster = c
+	t.redis = strings.Join(c.Addrs(), ",")
+	fmt.Fprintf(t.log, "chaos: Redis Cluster of 3 masters and 3 replicas on %s (nodes' logs in %s) in %s\n", t.redis, c.Dir(), time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // restartRedis starts the run's redis-server (again) on its port and waits until it accepts connections.
@@ -238,15 +268,24 @@ func (t *topology) openStores(ctx context.Context) error {
 	return nil
 }
 
-// commonEnvMap is the environment every worker and API gets.
+// commonEnvMap is the environment every worker and API gets. Every variable that chooses a form of Redis is
+// in it, the run's form set and the others empty: an empty value removes the variable the process would
+// inherit (childEnv), so that a REDIS_ADDR of the caller's (CI sets one) does not sit beside the run's cluster.
 func (t *topology) commonEnvMap() map[string]string {
-	return map[string]string{
-		"TEMPORAL_ADDRESS": "127.0.0.1:" + strconv.Itoa(t.tport),
-		"REDIS_ADDR":       t.redis,
-		"MYSQL_DSN":        t.dsn,
-		"LOG_FORMAT":       "json",
-		"LOG_LEVEL":        "warn",
+	m := map[string]string{
+		"TEMPORAL_ADDRESS":      "127.0.0.1:" + strconv.Itoa(t.tport),
+		"REDIS_ADDR":            t.redis,
+		"REDIS_CLUSTER_ADDRS":   "",
+		"REDIS_SENTINEL_ADDRS":  "",
+		"REDIS_SENTINEL_MASTER": "",
+		"MYSQL_DSN":             t.dsn,
+		"LOG_FORMAT":            "json",
+		"LOG_LEVEL":             "warn",
 	}
+	if t.cluster != nil {
+		m["REDIS_ADDR"], m["REDIS_CLUSTER_ADDRS"] = "", t.redis
+	}
+	return m
 }
 
 func envList(m map[string]string) []string {
@@ -372,6 +411,9 @@ func (t *topology) shutdown(dropDB bool) {
 	}
 	if t.redisSrv != nil {
 		t.redisSrv.stop(5 * time.Second)
+	}
+	if t.cluster != nil {
+		t.cluster.Stop()
 	}
 	if t.close != nil {
 		t.close()

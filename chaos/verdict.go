@@ -135,6 +135,9 @@ func (r *runState) faultCounters(c map[string]int64) {
 	for k, n := range r.rec.injected {
 		c["faults_"+k] = n
 	}
+	for k, n := range r.rec.missedKinds {
+		c["missed_"+k] = n
+	}
 	for k, d := range r.rec.recovery {
 		c["recovery_ms_"+k] = d.Milliseconds()
 	}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ordersaga/ordersaga/internal/redislab"
+)
+
+// The cluster scenario's faults, on the run's own Redis Cluster (3 masters, 1 replica each: redislab): the
+// master serving the slot of the run's first SKU SIGKILLed under load (redis_master_kill), and the same with
+// its replica cut off first, so that the writes of the last seconds are lost with the master
+// (redis_lost_writes). Each waits for the replica's promotion, then restarts the killed node, which rejoins
+// empty as a replica, and waits until the cluster is whole again.
+
+// clusterSKU is the SKU whose slot's master the cluster faults kill.
+var clusterSKU = skus[0]
+
+const (
+	// failoverLimit bounds the wait for a replica's promotion (the nodes run with a node timeout of 2 s).
+	failoverLimit = 60 * time.Second
+	// rejoinLimit bounds the wait for a killed node to be back and the cluster whole again.
+	rejoinLimit = 90 * time.Second
+	// lostWritesWindow is how long the load writes to a master whose replica is cut off before it dies.
+	lostWritesWindow = 2 * time.Second
+)
+
+// masterKill SIGKILLs the master of a SKU's slot with the load running and waits for its replica to take
+// over. With loseWrites the replica is first paused (SIGSTOP) and its replication connection killed on the
+// master, the load writes for lostWritesWindow, a probe key is written on the master, and the replica is
+// continued (SIGCONT) once the master is dead: what the master took in meanwhile is lost with it, as
+// asynchronous replication allows. The fault counts only once the promotion was seen, and, with loseWrites,
+// only when the probe key is missing afterwards; otherwise it counts as missed (missed_<kind>).
+type masterKill struct {
+	t          *topology
+	rec        *recorder
+	sku        string
+	loseWrites bool
+}
+
+func (f masterKill) Name() string {
+	if f.loseWrites {
+		return "redis_lost_writes"
+	}
+	return "redis_master_kill"
+}
+
+func (f masterKill) Inject(ctx context.Context) error {
+	c := f.t.cluster
+	key := f.t.rs.AvailKey(f.sku)
+	sh, err := f.t.shardOf(ctx, key)
+	if err != nil {
+		return err
+	}
+	if sh.Master == "" || len(sh.Replicas) == 0 {
+		return fmt.Errorf("slot %d of %s: master %q, replicas %v: nothing to fail over to", sh.Slot, key, sh.Master, sh.Replicas)
+	}
+	replica := sh.Replicas[0]
+	var probe string
+	if f.loseWrites {
+		if probe, err = f.cutOffAndWrite(ctx, sh.Master, replica); err != nil {
+			return errors.Join(err, c.Resume(replica))
+		}
+	}
+	if err := c.Kill(sh.Master); err != nil {
+		return errors.Join(err, c.Resume(replica))
+	}
+	killed := time.Now()
+	if f.loseWrites {
+		if err := c.Resume(replica); err != nil {
+			return err
+		}
+	}
+	recovery, promoted := f.t.awaitFailover(ctx, key, replica, killed, failoverLimit)
+	switch {
+	case !promoted:
+		f.rec.missKind(f.Name())
+		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d killed, replica %s not promoted within %s; counted as missed\n",
+			f.Name(), sh.Master, sh.Slot, replica, failoverLimit)
+	case f.loseWrites:
+		n, err := f.t.rs.Client().Exists(ctx, probe).Result()
+		if err != nil {
+			return fmt.Errorf("%s: look for the probe key on the promoted replica: %w", f.Name(), err)
+		}
+		if n != 0 {
+			f.rec.missKind(f.Name())
+			fmt.Fprintf(f.t.log, "chaos: %s: the probe key %s, written on master %s after its replica %s was cut off, is on the promoted replica: nothing was lost; counted as missed\n",
+				f.Name(), probe, sh.Master, replica)
+			_ = f.t.rs.Client().Del(ctx, probe).Err()
+			break
+		}
+		f.rec.count(f.Name())
+		f.rec.recovered(f.Name(), recovery)
+		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed %s after its replica %s was cut off; %s promoted without the probe key (the writes were lost); slot answering after %s\n",
+			f.Name(), sh.Master, sh.Slot, f.sku, lostWritesWindow, replica, replica, recovery.Round(time.Millisecond))
+	default:
+		f.rec.count(f.Name())
+		f.rec.recovered(f.Name(), recovery)
+		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed; replica %s promoted; slot answering after %s\n",
+			f.Name(), sh.Master, sh.Slot, f.sku, replica, recovery.Round(time.Millisecond))
+	}
+	return f.t.rejoin(ctx, sh.Master)
+}
+
+// cutOffAndWrite pauses the replica, kills its replication connection on the master, lets the load write to
+// the master alone for lostWritesWindow and writes a probe key in the SKU's slot there; it returns the key.
+// The pause alone does not lose a write: the paused replica's kernel still takes in the replication stream,
+// and the replica applies it once continued (a probe written 2 s into a pause was on the promoted replica).
+func (f masterKill) cutOffAndWrite(ctx context.Context, master, replica string) (string, error) {
+	if err := f.t.cluster.Pause(replica); err != nil {
+		return "", err
+	}
+	m := redis.NewClient(&redis.Options{Addr: master, MaxRetries: -1})
+	defer m.Close()
+	n, err := m.ClientKillByFilter(ctx, "TYPE", "replica").Result()
+	if err != nil {
+		return "", fmt.Errorf("%s: CLIENT KILL TYPE replica on %s: %w", f.Name(), master, err)
+	}
+	if n == 0 {
+		return "", fmt.Errorf("%s: CLIENT KILL TYPE replica on %s killed no connection: %s was not replicating from it", f.Name(), master, replica)
+	}
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(lostWritesWindow):
+	}
+	probe := f.t.rs.Prefix() + "chaos:lost-probe:{" + f.sku + "}:" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := m.Set(ctx, probe, "written on the master only", 0).Err(); err != nil {
+		return "", fmt.Errorf("%s: write the probe key on %s: %w", f.Name(), master, err)
+	}
+	return probe, nil
+}
+
+// shardOf is the shard of key's slot as the first node of the cluster that answers sees it.
+func (t *topology) shardOf(ctx context.Context, key string) (sh redislab.Shard, err error) {
+	for _, addr := range t.cluster.Addrs() {
+		if sh, err = t.cluster.ShardOf(ctx, addr, key); err == nil {
+			return sh, nil
+		}
+	}
+	return sh, fmt.Errorf("shard of %s: no node answers: %w", key, err)
+}
+
+// awaitFailover waits, after the master of key's slot was killed at killed, until replica serves the slot
+// (promoted: the replica's CLUSTER SHARDS names it the slot's master) and a GET of key through the run's own
+// cluster client answers. recovery is from the kill until that answer; promoted is false when limit passed
+// first.
+func (t *topology) awaitFailover(ctx context.Context, key, replica string, killed time.Time, limit time.Duration) (recovery time.Duration, promoted bool) {
+	answered := false
+	for time.Since(killed) < limit && ctx.Err() == nil {
+		if !answered {
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := t.rs.Client().Get(pctx, key).Err()
+			cancel()
+			if err == nil || errors.Is(err, redis.Nil) {
+				answered, recovery = true, time.Since(killed)
+			}
+		}
+		if !promoted {
+			sh, err := t.cluster.ShardOf(ctx, replica, key)
+			promoted = err == nil && sh.Master == replica
+		}
+		if answered && promoted {
+			return recovery, true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !answered {
+		recovery = time.Since(killed)
+	}
+	return recovery, promoted
+}
+
+// rejoin waits until every slot is served, restarts the killed node at addr (empty: no persistence) and
+// waits until the cluster is whole again, the node back as a replica.
+func (t *topology) rejoin(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, rejoinLimit)
+	defer cancel()
+	c := t.cluster
+	if err := c.WaitServed(ctx); err != nil {
+		return err
+	}
+	if err := c.Restart(ctx, addr); err != nil {
+		return err
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		return err
+	}
+	top, err := c.Topology(ctx, addr)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(top.Replicas, addr) {
+		return fmt.Errorf("restarted %s did not rejoin as a replica: masters %v, replicas %v", addr, top.Masters, top.Replicas)
+	}
+	fmt.Fprintf(t.log, "chaos: %s restarted, back as a replica; the cluster is whole\n", addr)
+	return nil
+}
+
+// clusterFaults injects each cluster fault Kills times with the load running, 5 s apart.
+func (r *runState) clusterFaults(ctx context.Context) error {
+	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
+		for _, f := range []fault{masterKill{t: r.t, rec: r.rec, sku: clusterSKU}, masterKill{t: r.t, rec: r.rec, sku: clusterSKU, loseWrites: true}} {
+			for range r.sc.Kills {
+				if err := f.Inject(ctx); err != nil {
+					return fmt.Errorf("%s: %w", f.Name(), err)
+				}
+				time.Sleep(5 * time.Second)
+			}
+		}
+		return nil
+	})
+}
