@@ -77,9 +77,9 @@ func (f masterKill) Inject(ctx context.Context) error {
 			return err
 		}
 	}
-	recovery, promoted := f.t.awaitFailover(ctx, key, replica, killed, failoverLimit)
+	fo := f.t.awaitFailover(ctx, key, replica, killed, failoverLimit)
 	switch {
-	case !promoted:
+	case !fo.promoted:
 		f.rec.missKind(f.Name())
 		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d killed, replica %s not promoted within %s; counted as missed\n",
 			f.Name(), sh.Master, sh.Slot, replica, failoverLimit)
@@ -96,14 +96,14 @@ func (f masterKill) Inject(ctx context.Context) error {
 			break
 		}
 		f.rec.count(f.Name())
-		f.rec.recovered(f.Name(), recovery)
-		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed %s after its replica %s was cut off; %s promoted without the probe key (the writes were lost); slot answering after %s\n",
-			f.Name(), sh.Master, sh.Slot, f.sku, lostWritesWindow, replica, replica, recovery.Round(time.Millisecond))
+		f.rec.recovered(f.Name(), fo.answered)
+		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed %s after its replica %s was cut off; the replica %s, without the probe key (the writes were lost)\n",
+			f.Name(), sh.Master, sh.Slot, f.sku, lostWritesWindow, replica, fo)
 	default:
 		f.rec.count(f.Name())
-		f.rec.recovered(f.Name(), recovery)
-		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed; replica %s promoted; slot answering after %s\n",
-			f.Name(), sh.Master, sh.Slot, f.sku, replica, recovery.Round(time.Millisecond))
+		f.rec.recovered(f.Name(), fo.answered)
+		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed; its replica %s %s\n",
+			f.Name(), sh.Master, sh.Slot, f.sku, replica, fo)
 	}
 	return f.t.rejoin(ctx, sh.Master)
 }
@@ -147,11 +147,23 @@ func (t *topology) shardOf(ctx context.Context, key string) (sh redislab.Shard, 
 	return sh, fmt.Errorf("shard of %s: no node answers: %w", key, err)
 }
 
+// failover is what awaitFailover saw: the time from the kill until the replica said it was the slot's
+// master, and until the slot answered through the run's own cluster client (built as every process's is, by
+// platform.OpenRedis: it learns the new master when its slot map is reloaded).
+type failover struct {
+	promoted            bool
+	promotion, answered time.Duration
+}
+
+func (fo failover) String() string {
+	return fmt.Sprintf("promoted after %s, slot answering the run's cluster client after %s", fo.promotion.Round(time.Millisecond), fo.answered.Round(time.Millisecond))
+}
+
 // awaitFailover waits, after the master of key's slot was killed at killed, until replica serves the slot
 // (promoted: the replica's CLUSTER SHARDS names it the slot's master) and a GET of key through the run's own
-// cluster client answers. recovery is from the kill until that answer; promoted is false when limit passed
-// first.
-func (t *topology) awaitFailover(ctx context.Context, key, replica string, killed time.Time, limit time.Duration) (recovery time.Duration, promoted bool) {
+// cluster client answers, or limit passes.
+func (t *topology) awaitFailover(ctx context.Context, key, replica string, killed time.Time, limit time.Duration) failover {
+	var fo failover
 	answered := false
 	for time.Since(killed) < limit && ctx.Err() == nil {
 		if !answered {
@@ -159,22 +171,24 @@ func (t *topology) awaitFailover(ctx context.Context, key, replica string, kille
 			err := t.rs.Client().Get(pctx, key).Err()
 			cancel()
 			if err == nil || errors.Is(err, redis.Nil) {
-				answered, recovery = true, time.Since(killed)
+				answered, fo.answered = true, time.Since(killed)
 			}
 		}
-		if !promoted {
+		if !fo.promoted {
 			sh, err := t.cluster.ShardOf(ctx, replica, key)
-			promoted = err == nil && sh.Master == replica
+			if err == nil && sh.Master == replica {
+				fo.promoted, fo.promotion = true, time.Since(killed)
+			}
 		}
-		if answered && promoted {
-			return recovery, true
+		if answered && fo.promoted {
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !answered {
-		recovery = time.Since(killed)
+		fo.answered = time.Since(killed)
 	}
-	return recovery, promoted
+	return fo
 }
 
 // rejoin waits until every slot is served, restarts the killed node at addr (empty: no persistence) and
