@@ -111,40 +111,7 @@ func (o opts) redisConfig(pool int) config.Config {
 	return config.Config{RedisAddr: o.redisAddr, RedisPoolSize: pool}
 }
 
-// deleteKeys deletes the keys under prefix: on the one server, or on every master of a cluster (a SCAN
-// through a cluster client reaches one node). Each key goes in an UNLINK of its own, pipelined: keys of one
-// master lie in different slots, and a command on keys of several slots fails.
+// deleteKeys deletes the keys under prefix: on the one server, or on every master of a cluster.
 func deleteKeys(ctx context.Context, rdb redis.UniversalClient, prefix string) {
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			deleteOn(ctx, m, prefix)
-			return nil
-		})
-		return
-	}
-	deleteOn(ctx, rdb, prefix)
-}
-
-// deleteOn deletes the keys under prefix that one server holds, 1000 a round trip.
-func deleteOn(ctx context.Context, node redis.Cmdable, prefix string) {
-	iter := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var batch []string
-	flush := func() {
-		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range batch {
-				p.Unlink(ctx, k)
-			}
-			return nil
-		})
-		batch = batch[:0]
-	}
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 1000 {
-			flush()
-		}
-	}
-	if len(batch) > 0 {
-		flush()
-	}
+	_, _ = redisstock.DeleteMatching(ctx, rdb, redisstock.GlobEscape(prefix)+"*")
 }

@@ -37,8 +37,8 @@ func outageSKUs(t *testing.T, e *env, n int) map[string]int64 {
 // reconciliation every SKU is loaded and I1–I4 hold.
 func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 	t.Parallel()
-	srv := startRedisServer(t, false)
-	e := startEnv(t, envOptions{redis: redisstock.New(srv.client(t), "", 0), dbFallback: true})
+	srv := testenv.StartRedisServer(t) // nothing saved: a restart loses every key
+	e := startEnv(t, envOptions{redis: redisstock.New(quickClient(t, srv.Addr), "", 0), dbFallback: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	n := loadOrders(t, 500, 150, 30)
@@ -49,8 +49,12 @@ func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 		expireAfter: 2 * time.Second, seed: 21}
 	res := l.run(ctx, t, e.c, func(done int) {
 		if done == n/3 && restarted.CompareAndSwap(false, true) {
-			srv.stop()
-			srv.start()
+			if err := srv.Stop(); err != nil {
+				t.Error(err)
+			}
+			if err := srv.Start(); err != nil {
+				t.Error(err)
+			}
 			t.Logf("redis restarted (data lost) after %d orders", done)
 		}
 	})
@@ -85,8 +89,8 @@ func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 // reconciliation after Redis is back brings every counter in line (I3) with I1–I4 holding.
 func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 	t.Parallel()
-	srv := startRedisServer(t, true)
-	e := startEnv(t, envOptions{redis: redisstock.New(srv.client(t), "", 0), dbFallback: true})
+	srv := testenv.StartRedisServer(t, "--appendonly", "yes", "--appendfsync", "always") // a restart brings the data back
+	e := startEnv(t, envOptions{redis: redisstock.New(quickClient(t, srv.Addr), "", 0), dbFallback: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	n := loadOrders(t, 500, 150, 30)
@@ -108,14 +112,18 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 			(testenv.Metric(t, e.reg, "ordersaga_reserve_db_fallback_total") == 0 && time.Since(down) < 20*time.Second) {
 			time.Sleep(100 * time.Millisecond)
 		}
-		srv.start()
+		if err := srv.Start(); err != nil {
+			t.Error(err)
+		}
 		t.Logf("redis back after %s", time.Since(down).Round(time.Millisecond))
 	}()
 	l := load{prefix: "down", skus: []string{"R-A", "R-B", "R-C", "R-D", "R-E"}, orders: n, concurrency: 30,
 		expireAfter: 2 * time.Second, seed: 31}
 	res := l.run(ctx, t, e.c, func(done int) {
 		if done == n/3 && stopped.CompareAndSwap(false, true) {
-			srv.stop()
+			if err := srv.Stop(); err != nil {
+				t.Error(err)
+			}
 			t.Logf("redis stopped after %d orders", done)
 			close(outage)
 		}

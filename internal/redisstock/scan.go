@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -46,4 +47,53 @@ func GlobEscape(s string) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// DeleteMatching deletes the keys whose names match pattern (SCAN MATCH) on a single server, or on every
+// master of a cluster (a SCAN through a cluster client reaches one node), a thousand keys a round trip with
+// one DEL each (keys of one node may lie in different slots), and returns how many it deleted. Tests and the
+// benchmark clean up their key prefixes with it.
+func DeleteMatching(ctx context.Context, rdb redis.UniversalClient, pattern string) (int, error) {
+	var total atomic.Int64
+	del := func(ctx context.Context, node redis.Cmdable) error {
+		var batch []string
+		flush := func() error {
+			cmds, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range batch {
+					p.Del(ctx, k)
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("delete %s: %w", pattern, err)
+			}
+			for _, c := range cmds {
+				total.Add(c.(*redis.IntCmd).Val())
+			}
+			batch = batch[:0]
+			return nil
+		}
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			if batch = append(batch, iter.Val()); len(batch) == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return fmt.Errorf("scan %s: %w", pattern, err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		return flush()
+	}
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return del(ctx, m) })
+	} else {
+		err = del(ctx, rdb)
+	}
+	return int(total.Load()), err
 }

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -41,11 +40,15 @@ type Cluster = redislab.Cluster
 // Topology is what one node's CLUSTER NODES says: the masters (with slots) and the replicas, by address.
 type Topology = redislab.Topology
 
-var sharedCluster struct {
-	once sync.Once
-	c    *Cluster
-	err  error
-}
+// startedCluster is the test binary's cluster, started or named on first use (SharedCluster).
+var startedCluster = sync.OnceValues(func() (*Cluster, error) {
+	if seeds := os.Getenv("REDIS_CLUSTER_ADDRS"); seeds != "" {
+		return redislab.Existing(strings.Split(seeds, ",")), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	return redislab.Start(ctx, clusterMasters, 1)
+})
 
 // SharedCluster returns the tests' cluster, starting it on first use when REDIS_CLUSTER=1. It fails the test
 // when neither REDIS_CLUSTER=1 nor REDIS_CLUSTER_ADDRS is set, or the cluster cannot be started. A started
@@ -55,19 +58,11 @@ func SharedCluster(tb testing.TB) *Cluster {
 	if !ClusterMode() {
 		tb.Fatal("no Redis Cluster: set REDIS_CLUSTER=1 or REDIS_CLUSTER_ADDRS")
 	}
-	sharedCluster.once.Do(func() {
-		if seeds := os.Getenv("REDIS_CLUSTER_ADDRS"); seeds != "" {
-			sharedCluster.c = redislab.Existing(strings.Split(seeds, ","))
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
-		defer cancel()
-		sharedCluster.c, sharedCluster.err = redislab.Start(ctx, clusterMasters, 1)
-	})
-	if sharedCluster.err != nil {
-		tb.Fatalf("redis cluster: %v", sharedCluster.err)
+	c, err := startedCluster()
+	if err != nil {
+		tb.Fatalf("redis cluster: %v", err)
 	}
-	return sharedCluster.c
+	return c
 }
 
 // spawnChild starts cmd so that it dies with the test binary (redislab.SpawnChild: Pdeathsig from one locked
@@ -77,62 +72,23 @@ func spawnChild(cmd *exec.Cmd) error { return redislab.SpawnChild(cmd) }
 // removeWhenGone removes dir once the test binary has ended (redislab.RemoveWhenGone).
 func removeWhenGone(dir string) error { return redislab.RemoveWhenGone(dir) }
 
-// clusterClient is RedisClient on the cluster: a client of the test's own and a fresh key prefix, whose keys
-// are deleted from every master at cleanup.
-func clusterClient(tb testing.TB) (redis.UniversalClient, string) {
+// ownClient is RedisClient's answer on a cluster or a Sentinel setup: rdb, a client of the test's own, once it
+// answers (on every master of a cluster), with a fresh key prefix whose keys are deleted at cleanup.
+func ownClient(tb testing.TB, what string, rdb redis.UniversalClient) (redis.UniversalClient, string) {
 	tb.Helper()
-	rdb := SharedCluster(tb).Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() }); err != nil {
-		rdb.Close()
-		tb.Fatalf("redis cluster: %v", err)
-	}
-	return rdb, ownPrefix(tb, rdb)
-}
-
-// deleteMatching deletes the keys matching pattern on a single server, or on every master of a cluster
-// (SCAN, then one DEL per key: keys of one node may lie in different slots), and returns how many it deleted.
-func deleteMatching(ctx context.Context, rdb redis.UniversalClient, pattern string) (int, error) {
-	var mu sync.Mutex
-	total := 0
-	del := func(ctx context.Context, node redis.Cmdable) error {
-		var keys []string
-		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			return fmt.Errorf("scan %s: %w", pattern, err)
-		}
-		if len(keys) == 0 {
-			return nil
-		}
-		cmds, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range keys {
-				p.Del(ctx, k)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("delete %s: %w", pattern, err)
-		}
-		n := 0
-		for _, c := range cmds {
-			n += int(c.(*redis.IntCmd).Val())
-		}
-		mu.Lock()
-		total += n
-		mu.Unlock()
-		return nil
-	}
 	var err error
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return del(ctx, m) })
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() })
 	} else {
-		err = del(ctx, rdb)
+		err = rdb.Ping(ctx).Err()
 	}
-	return total, err
+	if err != nil {
+		rdb.Close()
+		tb.Fatalf("%s: %v", what, err)
+	}
+	return rdb, ownPrefix(tb, rdb)
 }
 
 // ownPrefix is a fresh key prefix of the test's own on rdb: its keys are deleted (on every master of a
@@ -140,7 +96,7 @@ func deleteMatching(ctx context.Context, rdb redis.UniversalClient, pattern stri
 func ownPrefix(tb testing.TB, rdb redis.UniversalClient) string {
 	prefix := "t" + RandomID(6) + ":"
 	tb.Cleanup(func() {
-		_, _ = deleteMatching(context.Background(), rdb, redisstock.GlobEscape(prefix)+"*")
+		_, _ = redisstock.DeleteMatching(context.Background(), rdb, redisstock.GlobEscape(prefix)+"*")
 		rdb.Close()
 	})
 	return prefix

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +34,9 @@ type RedisServer struct {
 	Addr string
 	Dir  string
 
+	args   []string // its command line, to start it again (Start)
 	mu     sync.Mutex
-	cmd    *exec.Cmd     // nil once killed
+	cmd    *exec.Cmd     // nil once killed or stopped
 	exited chan struct{} // closed once the process has been waited for
 }
 
@@ -69,16 +71,35 @@ func startRedis(tb testing.TB, port int, args []string) *RedisServer {
 	return s
 }
 
-// launchRedis runs redis-server in dir with args and the options every test server has, and waits until
-// port listens. A server that exits before, or does not listen in time, is an error with its log (and is
-// killed). The server dies with the test binary (spawnChild); nothing else stops it.
+// launchRedis runs redis-server in dir with the options every test server has, then args (so that args may
+// change them: --appendonly yes), and waits until port listens; a configuration file, when args has one, stays
+// first. A server that exits before, or does not listen in time, is an error with its log (and is killed).
+// The server dies with the test binary (spawnChild); nothing else stops it.
 func launchRedis(dir string, port int, args []string) (*RedisServer, error) {
+	var conf []string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
+		conf, args = args[:1], args[1:]
+	}
 	s := &RedisServer{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir}
-	args = append(args, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
-		"--logfile", filepath.Join(dir, "redis.log"))
-	cmd := exec.Command("redis-server", args...)
+	s.args = slices.Concat(conf, []string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
+		"--logfile", filepath.Join(dir, "redis.log")}, args)
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start runs the server: at launch, and again after Stop or Kill, on its port, in its directory and with its
+// arguments (what it saved, with --appendonly yes, it loads again). It waits until the server listens.
+func (s *RedisServer) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return fmt.Errorf("start redis-server on %s: it is running", s.Addr)
+	}
+	cmd := exec.Command("redis-server", s.args...)
 	if err := spawnChild(cmd); err != nil {
-		return nil, fmt.Errorf("start redis-server on %s: %w (is redis-server installed?)", s.Addr, err)
+		return fmt.Errorf("start redis-server on %s: %w (is redis-server installed?)", s.Addr, err)
 	}
 	s.cmd, s.exited = cmd, make(chan struct{})
 	go func(exited chan struct{}) {
@@ -91,17 +112,38 @@ func launchRedis(dir string, port int, args []string) (*RedisServer, error) {
 		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
 		if err == nil {
 			c.Close()
-			return s, nil
+			return nil
 		}
 		select {
 		case <-s.exited:
-			return nil, fmt.Errorf("redis-server on %s exited at start: %s", s.Addr, s.logTail())
+			s.cmd = nil
+			return fmt.Errorf("redis-server on %s exited at start: %s", s.Addr, s.logTail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			_ = s.Kill()
-			return nil, fmt.Errorf("redis-server on %s does not listen after %s: %v; %s", s.Addr, redisStartTimeout, err, s.logTail())
+			_ = s.signal(syscall.SIGKILL)
+			return fmt.Errorf("redis-server on %s does not listen after %s: %v; %s", s.Addr, redisStartTimeout, err, s.logTail())
 		}
+	}
+}
+
+// Stop shuts the server down cleanly (SIGTERM: an append-only file is flushed first) and waits until it has
+// exited, SIGKILLing it after redisStartTimeout; stopping a stopped server does nothing.
+func (s *RedisServer) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop redis-server %s: %w", s.Addr, err)
+	}
+	select {
+	case <-s.exited:
+		s.cmd = nil
+		return nil
+	case <-time.After(redisStartTimeout):
+		return s.signal(syscall.SIGKILL)
 	}
 }
 
@@ -109,11 +151,35 @@ func launchRedis(dir string, port int, args []string) (*RedisServer, error) {
 func (s *RedisServer) Kill() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.signal(syscall.SIGKILL)
+}
+
+// Pause stops the server's process (SIGSTOP) without ending it: it answers nothing, and a replica takes none of
+// its master's writes, until Resume (SIGCONT).
+func (s *RedisServer) Pause() error { return s.sendStopCont(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *RedisServer) Resume() error { return s.sendStopCont(syscall.SIGCONT) }
+
+func (s *RedisServer) sendStopCont(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("signal %v to redis-server %s: not running", sig, s.Addr)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signal %v to redis-server %s: %w", sig, s.Addr, err)
+	}
+	return nil
+}
+
+// signal sends sig to the running server and waits until it has exited (s.mu held).
+func (s *RedisServer) signal(sig syscall.Signal) error {
 	if s.cmd == nil {
 		return nil
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("kill redis-server %s: %w", s.Addr, err)
+	if err := s.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal %v to redis-server %s: %w", sig, s.Addr, err)
 	}
 	<-s.exited
 	s.cmd = nil
@@ -251,6 +317,10 @@ func (s *Sentinel) ReplicaAddr() string { return s.replica.Addr }
 
 // KillMaster SIGKILLs the master the setup started with.
 func (s *Sentinel) KillMaster() error { return s.master.Kill() }
+
+// Replica is the replica the setup started with (Pause it to hold back its master's writes: a failover after
+// that loses them, as asynchronous replication does).
+func (s *Sentinel) Replica() *RedisServer { return s.replica }
 
 // WaitFailover waits until every sentinel names a master other than old and that server answers ROLE as a
 // master, and returns its address.

@@ -1,14 +1,10 @@
 package testenv
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The tests' Sentinel setup. REDIS_SENTINEL=1 makes the test binary start one setup of its own (a master, its
@@ -57,11 +53,18 @@ func redisModeOf(getenv func(string) string) (redisMode, error) {
 	return redisMini, nil
 }
 
-var sharedSentinel struct {
-	once sync.Once
-	s    *Sentinel
-	err  error
-}
+// startedSentinel is the test binary's Sentinel setup, started on first use (SharedSentinel).
+var startedSentinel = sync.OnceValues(func() (*Sentinel, error) {
+	dir, err := os.MkdirTemp("", "ordersaga-redis-sentinel-")
+	if err != nil {
+		return nil, err
+	}
+	if err := removeWhenGone(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return startSentinel(dir)
+})
 
 // SharedSentinel returns the test binary's Sentinel setup, starting it on first use: its servers in a
 // temporary directory removed once the binary has ended, never stopped by a test (they die with the binary).
@@ -71,35 +74,9 @@ func SharedSentinel(tb testing.TB) *Sentinel {
 	if !SentinelMode() {
 		tb.Fatal("no shared Sentinel setup: set REDIS_SENTINEL=1")
 	}
-	sharedSentinel.once.Do(func() {
-		dir, err := os.MkdirTemp("", "ordersaga-redis-sentinel-")
-		if err != nil {
-			sharedSentinel.err = err
-			return
-		}
-		if err := removeWhenGone(dir); err != nil {
-			os.RemoveAll(dir)
-			sharedSentinel.err = err
-			return
-		}
-		sharedSentinel.s, sharedSentinel.err = startSentinel(dir)
-	})
-	if sharedSentinel.err != nil {
-		tb.Fatalf("redis sentinel: %v", sharedSentinel.err)
-	}
-	return sharedSentinel.s
-}
-
-// sentinelClient is RedisClient in Sentinel mode: a failover client of the test's own on the shared setup
-// and a fresh key prefix, whose keys are deleted at cleanup.
-func sentinelClient(tb testing.TB) (redis.UniversalClient, string) {
-	tb.Helper()
-	rdb := SharedSentinel(tb).Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
+	s, err := startedSentinel()
+	if err != nil {
 		tb.Fatalf("redis sentinel: %v", err)
 	}
-	return rdb, ownPrefix(tb, rdb)
+	return s
 }

@@ -15,6 +15,48 @@ import (
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
+// TestRedisServer_StopAndStartAgain: a server stopped and started again is back on its address; with
+// --appendonly yes (an argument that overrides the tests' default of no) it has its keys back, without it
+// they are gone, as for a Redis without persistence.
+func TestRedisServer_StopAndStartAgain(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		args []string
+		kept bool
+	}{{"append-only file", []string{"--appendonly", "yes", "--appendfsync", "always"}, true}, {"nothing saved", nil, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := testenv.StartRedisServer(t, c.args...)
+			ctx := context.Background()
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			defer rdb.Close()
+			if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.Ping(ctx).Err(); err == nil {
+				t.Fatalf("%s answers after Stop", srv.Addr)
+			}
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start(); err == nil {
+				t.Error("Start of a running server: no error")
+			}
+			got, err := rdb.Get(ctx, "k").Result()
+			switch {
+			case c.kept && (err != nil || got != "v"):
+				t.Errorf("GET k after the restart = %q, %v; want v (the append-only file loaded)", got, err)
+			case !c.kept && !errors.Is(err, redis.Nil):
+				t.Errorf("GET k after the restart = %q, %v; want no key (nothing saved)", got, err)
+			}
+		})
+	}
+}
+
 // TestStartRedisServer_TakesItsArgumentsAndDiesWhenKilled: the server answers on its address with the
 // arguments given (here a password), and after Kill nothing listens there.
 func TestStartRedisServer_TakesItsArgumentsAndDiesWhenKilled(t *testing.T) {

@@ -107,9 +107,9 @@ func RedisClient(tb testing.TB) (redis.UniversalClient, string) {
 	}
 	switch mode {
 	case redisCluster:
-		return clusterClient(tb)
+		return ownClient(tb, "redis cluster", SharedCluster(tb).Client())
 	case redisSentinel:
-		return sentinelClient(tb)
+		return ownClient(tb, "redis sentinel", SharedSentinel(tb).Client())
 	case redisMini:
 		mr := miniredis.RunT(tb)
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -229,7 +229,7 @@ func DeleteKeys(tb testing.TB, rdb redis.UniversalClient, patterns ...string) in
 	tb.Helper()
 	n := 0
 	for _, pattern := range patterns {
-		d, err := deleteMatching(context.Background(), rdb, pattern)
+		d, err := redisstock.DeleteMatching(context.Background(), rdb, pattern)
 		if err != nil {
 			tb.Fatal(err)
 		}
