@@ -20,7 +20,6 @@ import (
 
 	"github.com/ordersaga/ordersaga/internal/devserver"
 	"github.com/ordersaga/ordersaga/internal/platform"
-	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/refundsim"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/ordersaga/ordersaga/workflows"
@@ -107,7 +106,7 @@ func start(ctx context.Context, opts options, logOut io.Writer) (_ *stack, err e
 	if err := s.startWorker(ctx); err != nil {
 		return nil, err
 	}
-	rs := redisstock.New(s.rdb, cfg.RedisKeyPrefix, 0)
+	rs := platform.RedisStock(s.rdb, cfg)
 	if s.demo, err = prepareInventory(ctx, s.store, rs, opts.demo); err != nil {
 		return nil, err
 	}
@@ -292,7 +291,7 @@ func (s *stack) startWorker(ctx context.Context) error {
 	if err := platform.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	acts, err := platform.NewActivities(c, redisstock.New(s.rdb, cfg.RedisKeyPrefix, 0), s.store, cfg, s.registry)
+	acts, err := platform.NewActivities(c, platform.RedisStock(s.rdb, cfg), s.store, cfg, s.registry)
 	if err != nil {
 		return err
 	}

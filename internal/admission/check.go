@@ -377,6 +377,10 @@ func limitAnswer(l ordersaga.Line, limit *redis.StringCmd, held *redis.StringSli
 // ClaimMarker is the marker of one key's row: its name, its life's nonce and its TTL (redisstock.ClaimMarker).
 type ClaimMarker = redisstock.ClaimMarker
 
+// ErrMarkersNotReplicated is MarkClaimed's error when the store asks replicas to acknowledge the markers and
+// too few did in time (redisstock.Store.AckMarkers): the markers are on the master, and a failover could lose them.
+var ErrMarkersNotReplicated = redisstock.ErrMarkersNotReplicated
+
 // ClaimName is the marker name of (user, Idempotency-Key): redisstock.ClaimName.
 func ClaimName(userID, key string) string { return redisstock.ClaimName(userID, key) }
 

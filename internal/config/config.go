@@ -83,6 +83,9 @@ type Config struct {
 	RedisTLS              bool     // REDIS_TLS
 	RedisTLSCAFile        string   // REDIS_TLS_CA_FILE: PEM file of the CA(s) Redis's certificate chains to ("" = the system's)
 	RedisTLSServerName    string   // REDIS_TLS_SERVER_NAME: the name Redis's certificate must carry ("" = the host of each address)
+	// RedisMarkerReplicas is how many replicas must acknowledge an idempotency marker before the order API
+	// counts it written (REDIS_MARKER_REPLICAS; default 0 with REDIS_ADDR, 1 with a cluster or Sentinel).
+	RedisMarkerReplicas int
 
 	// Pools and concurrency.
 	MySQLMaxOpenConns    int           // MYSQL_MAX_OPEN_CONNS (default 64)

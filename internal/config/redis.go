@@ -87,6 +87,17 @@ func (c *Config) readRedis(getenv func(string) string) []error {
 		errs = append(errs, errors.New("REDIS_SENTINEL_PASSWORD is set without REDIS_SENTINEL_ADDRS: it is the sentinels' password"))
 	}
 
+	if v := get("REDIS_MARKER_REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxMarkerReplicas {
+			errs = append(errs, fmt.Errorf("REDIS_MARKER_REPLICAS=%q: want how many replicas must acknowledge an idempotency marker, 0 to %d", v, maxMarkerReplicas))
+		}
+		c.RedisMarkerReplicas = n
+	} else if cluster != "" || sentinels != "" {
+		// A failover promotes a replica, which may lack the master's last writes.
+		c.RedisMarkerReplicas = 1
+	}
+
 	if tlsOn != "" {
 		b, err := strconv.ParseBool(tlsOn)
 		if err != nil {
@@ -110,6 +121,10 @@ func (c *Config) readRedis(getenv func(string) string) []error {
 	}
 	return errs
 }
+
+// maxMarkerReplicas bounds REDIS_MARKER_REPLICAS: more than a master has replicas would turn the fast path off
+// for good.
+const maxMarkerReplicas = 16
 
 // readAddrList splits the comma-separated addresses of the variable; each must be host:port.
 func readAddrList(variable, v string) ([]string, error) {

@@ -65,6 +65,30 @@ func TestFromEnv_RedisForms(t *testing.T) {
 	}
 }
 
+// TestFromEnv_RedisMarkerReplicas: the idempotency markers wait for one replica where a failover may promote
+// one (a cluster, Sentinel), for none on one server, and for what REDIS_MARKER_REPLICAS says when set.
+func TestFromEnv_RedisMarkerReplicas(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		vars map[string]string
+		want int
+	}{
+		{map[string]string{"REDIS_ADDR": "a:1"}, 0},
+		{map[string]string{"REDIS_CLUSTER_ADDRS": "a:1"}, 1},
+		{map[string]string{"REDIS_SENTINEL_ADDRS": "a:1", "REDIS_SENTINEL_MASTER": "m"}, 1},
+		{map[string]string{"REDIS_CLUSTER_ADDRS": "a:1", "REDIS_MARKER_REPLICAS": "0"}, 0},
+		{map[string]string{"REDIS_ADDR": "a:1", "REDIS_MARKER_REPLICAS": "2"}, 2},
+	} {
+		cfg, err := config.FromEnv(env(c.vars))
+		if err != nil {
+			t.Fatalf("%v: %v", c.vars, err)
+		}
+		if cfg.RedisMarkerReplicas != c.want {
+			t.Errorf("%v: RedisMarkerReplicas = %d, want %d", c.vars, cfg.RedisMarkerReplicas, c.want)
+		}
+	}
+}
+
 func TestFromEnv_RedisCredentials(t *testing.T) {
 	t.Parallel()
 	c, err := config.FromEnv(env(map[string]string{
@@ -103,6 +127,18 @@ func TestFromEnv_RedisErrorsNameTheVariable(t *testing.T) {
 		"all_three": {
 			vars: map[string]string{"REDIS_ADDR": "a:1", "REDIS_CLUSTER_ADDRS": "b:1", "REDIS_SENTINEL_ADDRS": "c:1", "REDIS_SENTINEL_MASTER": "m"},
 			want: []string{"REDIS_ADDR, REDIS_CLUSTER_ADDRS and REDIS_SENTINEL_ADDRS are all set", "set exactly one of"},
+		},
+		"marker_replicas_not_a_number": {
+			vars: map[string]string{"REDIS_ADDR": "a:1", "REDIS_MARKER_REPLICAS": "one"},
+			want: []string{`REDIS_MARKER_REPLICAS="one"`, "0 to 16"},
+		},
+		"marker_replicas_negative": {
+			vars: map[string]string{"REDIS_CLUSTER_ADDRS": "a:1", "REDIS_MARKER_REPLICAS": "-1"},
+			want: []string{`REDIS_MARKER_REPLICAS="-1"`},
+		},
+		"marker_replicas_too_many": {
+			vars: map[string]string{"REDIS_CLUSTER_ADDRS": "a:1", "REDIS_MARKER_REPLICAS": "17"},
+			want: []string{`REDIS_MARKER_REPLICAS="17"`},
 		},
 		"server_not_host_port": {
 			vars: map[string]string{"REDIS_ADDR": "6379"},

@@ -33,6 +33,7 @@ var readers = map[string][]string{
 	"REDIS_TLS_CA_FILE":        {Worker, Starter},
 	"REDIS_TLS_SERVER_NAME":    {Worker, Starter},
 	"REDIS_KEY_PREFIX":         {Worker, Starter},
+	"REDIS_MARKER_REPLICAS":    {Starter}, // the order API writes the idempotency markers
 	"REDIS_POOL_SIZE":          {Worker, Starter},
 	"MYSQL_DSN":                {Worker, Starter},
 	"SQLITE_PATH":              {Worker, Starter},

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/workflows"
 )
 
@@ -121,6 +122,10 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		switch {
 		case err == nil:
 			p.markerUntil = claimed.Add(m.TTL)
+		case errors.Is(err, admission.ErrMarkersNotReplicated):
+			// On the master, not yet on its replicas, so a failover could lose it: the placement goes on as
+			// if unmarked, and cover marks the key again, or raises the fence, before its order starts.
+			p.s.cfg.Logger.Warn("idempotency marker not acknowledged by the replicas", "order_id", rec.OrderID, "error", err)
 		case p.redisFails(err):
 			if rec.Refreshed {
 				// The row lives a life more without its marker: no process may answer it from the fast path.

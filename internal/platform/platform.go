@@ -182,7 +182,13 @@ func OpenStores(ctx context.Context, cfg config.Config) (*redisstock.Store, *sql
 		store.Close()
 		rdb.Close()
 	}
-	return redisstock.New(rdb, cfg.RedisKeyPrefix, 0), store, closeFn, nil
+	return RedisStock(rdb, cfg), store, closeFn, nil
+}
+
+// RedisStock is the processes' Redis store on rdb: REDIS_KEY_PREFIX, and the idempotency markers acknowledged
+// by REDIS_MARKER_REPLICAS replicas.
+func RedisStock(rdb redis.UniversalClient, cfg config.Config) *redisstock.Store {
+	return redisstock.New(rdb, cfg.RedisKeyPrefix, 0).AckMarkers(cfg.RedisMarkerReplicas)
 }
 
 // RegisterSearchAttributes adds the order search attributes to a namespace; ones that exist are kept.

@@ -60,7 +60,8 @@ func claimValue(nonce string) string {
 }
 
 // ClaimMarkers sets the markers (SET when New, else lua/claim_mark.lua), in one pipelined round trip; the
-// markers' keys need not share a slot.
+// markers' keys need not share a slot. With AckMarkers(n) it also waits until n replicas hold them, and fails
+// with ErrMarkersNotReplicated when fewer do in time (the markers are written on the master all the same).
 func (r *Store) ClaimMarkers(ctx context.Context, markers ...ClaimMarker) error {
 	others := false
 	for _, m := range markers {
@@ -71,6 +72,9 @@ func (r *Store) ClaimMarkers(ctx context.Context, markers ...ClaimMarker) error 
 	}
 	if len(markers) == 0 {
 		return nil
+	}
+	if r.markerReplicas > 0 {
+		return r.claimMarkersAcked(ctx, markers)
 	}
 	if others {
 		if err := claimMarkScript.Load(ctx, r.rdb).Err(); err != nil {
@@ -84,7 +88,7 @@ func (r *Store) ClaimMarkers(ctx context.Context, markers ...ClaimMarker) error 
 				p.Set(ctx, r.ClaimKey(m.Name), claimValue(m.Nonce), m.TTL)
 				continue
 			}
-			c := scriptCall{key: r.ClaimKey(m.Name), args: []any{claimValue(m.Nonce), max(m.TTL.Milliseconds(), 1)}}
+			c := scriptCall{key: r.ClaimKey(m.Name), args: r.claimMarkArgs(m)}
 			c.cmd = claimMarkScript.EvalSha(ctx, p, []string{c.key}, c.args...)
 			calls = append(calls, c)
 		}
@@ -95,6 +99,76 @@ func (r *Store) ClaimMarkers(ctx context.Context, markers ...ClaimMarker) error 
 	}
 	if err != nil {
 		return fmt.Errorf("mark idempotency keys: %w", err)
+	}
+	return nil
+}
+
+func (r *Store) claimMarkArgs(m ClaimMarker) []any {
+	return []any{claimValue(m.Nonce), max(m.TTL.Milliseconds(), 1)}
+}
+
+// MarkerAckTimeout bounds the WAIT of a marker write under AckMarkers: a replica that has not acknowledged
+// the markers by then is taken for one that does not hold them.
+const MarkerAckTimeout = 100 * time.Millisecond
+
+// ErrMarkersNotReplicated is ClaimMarkers' error under AckMarkers(n) when fewer than n replicas acknowledged
+// the markers within MarkerAckTimeout: a failover now could lose them.
+var ErrMarkersNotReplicated = errors.New("idempotency markers not acknowledged by enough replicas")
+
+// AckMarkers makes ClaimMarkers wait until n replicas of each master involved hold the markers it wrote
+// (n = 0, the default: no wait). Replication is asynchronous, so a failover can lose a master's last writes
+// while the markers' readiness flag, written long before, survives: the sold-out fast path would then take a
+// key with an order for one without state. A marker the replicas acknowledged survives a failover; the order
+// API raises the markers' fence for one they did not (internal/placement). Set it before the store is used.
+func (r *Store) AckMarkers(n int) *Store {
+	r.markerReplicas = n
+	return r
+}
+
+// claimMarkersAcked is ClaimMarkers under AckMarkers: on each master involved (the one server, or the master of
+// each marker's slot on a cluster), one pipeline on one connection writes that master's markers (the script
+// by EVAL: a NOSCRIPT inside the pipeline would leave a marker unwritten before the WAIT) and ends with WAIT,
+// which counts the replicas that hold that connection's writes.
+func (r *Store) claimMarkersAcked(ctx context.Context, markers []ClaimMarker) error {
+	byNode := map[string][]ClaimMarker{}
+	nodes := map[string]redis.Cmdable{}
+	for _, m := range markers {
+		var node redis.Cmdable = r.rdb
+		addr := ""
+		if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+			master, err := cc.MasterForKey(ctx, r.ClaimKey(m.Name))
+			if err != nil {
+				return fmt.Errorf("mark idempotency keys: master of %s: %w", m.Name, err)
+			}
+			node, addr = master, master.Options().Addr
+		}
+		nodes[addr] = node
+		byNode[addr] = append(byNode[addr], m)
+	}
+	for addr, ms := range byNode {
+		var wait *redis.Cmd
+		_, err := nodes[addr].Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, m := range ms {
+				if m.New {
+					p.Set(ctx, r.ClaimKey(m.Name), claimValue(m.Nonce), m.TTL)
+				} else {
+					claimMarkScript.Eval(ctx, p, []string{r.ClaimKey(m.Name)}, r.claimMarkArgs(m)...)
+				}
+			}
+			wait = p.Do(ctx, "WAIT", r.markerReplicas, MarkerAckTimeout.Milliseconds())
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("mark idempotency keys: %w", err)
+		}
+		if acked, _ := wait.Int64(); acked < int64(r.markerReplicas) {
+			where := ""
+			if addr != "" {
+				where = " on " + addr
+			}
+			return fmt.Errorf("mark idempotency keys%s: %d of %d replicas acknowledged within %s: %w",
+				where, acked, r.markerReplicas, MarkerAckTimeout, ErrMarkersNotReplicated)
+		}
 	}
 	return nil
 }

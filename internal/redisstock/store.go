@@ -41,9 +41,12 @@ type Store struct {
 	rdb       redis.UniversalClient
 	prefix    string
 	markerTTL time.Duration
-	reserve   *redis.Script
-	release   *redis.Script
-	confirm   *redis.Script
+	// markerReplicas is how many replicas must hold an idempotency marker before ClaimMarkers returns
+	// (AckMarkers).
+	markerReplicas int
+	reserve        *redis.Script
+	release        *redis.Script
+	confirm        *redis.Script
 }
 
 // New wraps a client. prefix is put in front of every key (tests use one per test; production

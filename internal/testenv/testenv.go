@@ -90,11 +90,16 @@ func MySQLDatabase(tb testing.TB) string {
 
 // MustOpenRedis returns a Redis layer of the test's own: the Redis Cluster (ClusterMode), the Sentinel setup's
 // master (SentinelMode) or the REDIS_ADDR server under a fresh key prefix (its keys deleted at cleanup), or a
-// fresh miniredis.
+// fresh miniredis. On a cluster or Sentinel its idempotency markers wait for a replica, as the processes'
+// do there by default (REDIS_MARKER_REPLICAS).
 func MustOpenRedis(tb testing.TB) *redisstock.Store {
 	tb.Helper()
 	rdb, prefix := RedisClient(tb)
-	return redisstock.New(rdb, prefix, 0)
+	rs := redisstock.New(rdb, prefix, 0)
+	if ClusterMode() || SentinelMode() {
+		rs.AckMarkers(1)
+	}
+	return rs
 }
 
 // RedisClient returns a client and a key prefix of the test's own (see MustOpenRedis); in Sentinel mode a
