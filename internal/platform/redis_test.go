@@ -14,6 +14,7 @@ import (
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/platform"
+	"github.com/ordersaga/ordersaga/internal/redislab"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
@@ -112,6 +113,51 @@ func TestOpenRedis_ClusterEvenWithOneSeed(t *testing.T) {
 	if seen.Load() == 0 {
 		t.Error("the hook added to the cluster client saw no command")
 	}
+}
+
+// TestOpenRedis_ClusterFollowsAFailover: once a cluster has promoted the replica of a master SIGKILLed, the
+// processes' cluster client serves that master's slots again within a few reloads of its slot map
+// (ClusterStateReload), not after go-redis's default 60 s.
+func TestOpenRedis_ClusterFollowsAFailover(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, err := redislab.Start(ctx, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	rdb := openRedis(t, map[string]string{"REDIS_CLUSTER_ADDRS": strings.Join(c.Addrs(), ",")})
+	cc := rdb.(*redis.ClusterClient)
+	const key = "failover-probe"
+	if err := rdb.Set(ctx, key, "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	master, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := master.Options().Addr
+	if err := c.Kill(old); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.WaitServed(wctx); err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Now()
+	bound := 10 * platform.ClusterStateReload
+	for {
+		err := rdb.Set(ctx, key, "after", 0).Err()
+		if err == nil {
+			break
+		}
+		if time.Since(promoted) > bound {
+			t.Fatalf("the key's slot still fails %s after the cluster promoted %s's replica: %v", bound, old, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("slot served again %s after the promotion", time.Since(promoted).Round(time.Millisecond))
 }
 
 type countingHook struct{ n *atomic.Int64 }
