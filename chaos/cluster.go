@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -63,8 +64,9 @@ func (f masterKill) Inject(ctx context.Context) error {
 	}
 	replica := sh.Replicas[0]
 	var probe string
+	var sent int64 // the master's replication offset after the probe
 	if f.loseWrites {
-		if probe, err = f.cutOffAndWrite(ctx, sh.Master, replica); err != nil {
+		if probe, sent, err = f.cutOffAndWrite(ctx, sh.Master, replica); err != nil {
 			return errors.Join(err, c.Resume(replica))
 		}
 	}
@@ -97,8 +99,8 @@ func (f masterKill) Inject(ctx context.Context) error {
 		}
 		f.rec.count(f.Name())
 		f.rec.recovered(f.Name(), fo.answered)
-		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed %s after its replica %s was cut off; the replica %s, without the probe key (the writes were lost)\n",
-			f.Name(), sh.Master, sh.Slot, f.sku, lostWritesWindow, replica, fo)
+		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed %s after its replica %s was cut off; the replica %s, without the probe key (the writes were lost: %s)\n",
+			f.Name(), sh.Master, sh.Slot, f.sku, lostWritesWindow, replica, fo, lostBytes(ctx, replica, sent))
 	default:
 		f.rec.count(f.Name())
 		f.rec.recovered(f.Name(), fo.answered)
@@ -112,29 +114,59 @@ func (f masterKill) Inject(ctx context.Context) error {
 // the master alone for lostWritesWindow and writes a probe key in the SKU's slot there; it returns the key.
 // The pause alone does not lose a write: the paused replica's kernel still takes in the replication stream,
 // and the replica applies it once continued (a probe written 2 s into a pause was on the promoted replica).
-func (f masterKill) cutOffAndWrite(ctx context.Context, master, replica string) (string, error) {
+func (f masterKill) cutOffAndWrite(ctx context.Context, master, replica string) (probe string, sent int64, err error) {
 	if err := f.t.cluster.Pause(replica); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	m := redis.NewClient(&redis.Options{Addr: master, MaxRetries: -1})
 	defer m.Close()
 	n, err := m.ClientKillByFilter(ctx, "TYPE", "replica").Result()
 	if err != nil {
-		return "", fmt.Errorf("%s: CLIENT KILL TYPE replica on %s: %w", f.Name(), master, err)
+		return "", 0, fmt.Errorf("%s: CLIENT KILL TYPE replica on %s: %w", f.Name(), master, err)
 	}
 	if n == 0 {
-		return "", fmt.Errorf("%s: CLIENT KILL TYPE replica on %s killed no connection: %s was not replicating from it", f.Name(), master, replica)
+		return "", 0, fmt.Errorf("%s: CLIENT KILL TYPE replica on %s killed no connection: %s was not replicating from it", f.Name(), master, replica)
 	}
 	select {
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return "", 0, ctx.Err()
 	case <-time.After(lostWritesWindow):
 	}
-	probe := f.t.rs.Prefix() + "chaos:lost-probe:{" + f.sku + "}:" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	probe = f.t.rs.Prefix() + "chaos:lost-probe:{" + f.sku + "}:" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	if err := m.Set(ctx, probe, "written on the master only", 0).Err(); err != nil {
-		return "", fmt.Errorf("%s: write the probe key on %s: %w", f.Name(), master, err)
+		return "", 0, fmt.Errorf("%s: write the probe key on %s: %w", f.Name(), master, err)
 	}
-	return probe, nil
+	if sent, err = replInfo(ctx, m, "master_repl_offset"); err != nil {
+		return "", 0, fmt.Errorf("%s: %s: %w", f.Name(), master, err)
+	}
+	return probe, sent, nil
+}
+
+// lostBytes says how much of the dead master's replication stream its promoted replica never got: from the
+// replica's last offset of the old stream (second_repl_offset - 1) to the master's offset after the probe
+// (the writes between that reading and the kill are not counted).
+func lostBytes(ctx context.Context, replica string, sent int64) string {
+	r := redis.NewClient(&redis.Options{Addr: replica, MaxRetries: -1})
+	defer r.Close()
+	second, err := replInfo(ctx, r, "second_repl_offset")
+	if err != nil {
+		return fmt.Sprintf("the replica's offset unread: %v", err)
+	}
+	return fmt.Sprintf("%d bytes of the master's replication stream, the probe's among them, never reached the replica", sent-(second-1))
+}
+
+// replInfo reads an integer field of INFO replication.
+func replInfo(ctx context.Context, rdb *redis.Client, field string) (int64, error) {
+	info, err := rdb.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO replication: %w", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO replication has no %s", field)
 }
 
 // shardOf is the shard of key's slot as the first node of the cluster that answers sees it.
