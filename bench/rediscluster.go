@@ -165,5 +165,10 @@ func benchRedisCluster(ctx context.Context, o opts) ([]pair, error) {
 			return out, ctx.Err()
 		}
 	}
-	return out, nil
+	cc, ok := cluster.(*redis.ClusterClient)
+	if !ok {
+		return out, fmt.Errorf("redis cluster: the client is a %T, not a cluster client", cluster)
+	}
+	wait, err := benchWaitAck(ctx, o, cc, prefix, where)
+	return append(out, wait), err
 }
