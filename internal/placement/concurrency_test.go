@@ -104,7 +104,7 @@ func TestPlace_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	e.Redis.Client().AddHook(h)
+	hookEveryCommand(t, e.Redis.Client(), h)
 
 	var b placement.Outcome
 	var wg sync.WaitGroup
@@ -136,6 +136,25 @@ func TestPlace_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 	}
 	if n := e.countRows("orders", "user_id = ?", user); n != 1 {
 		t.Errorf("%d orders, want 1", n)
+	}
+}
+
+// hookEveryCommand adds h where it sees every command of rdb: the client itself, or on a cluster each master's
+// client, which runs the cluster client's commands and pipelines and also the writes sent to a master directly
+// (the idempotency markers a replica must acknowledge: redisstock.Store.AckMarkers).
+func hookEveryCommand(t *testing.T, rdb redis.UniversalClient, h redis.Hook) {
+	t.Helper()
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		rdb.AddHook(h)
+		return
+	}
+	cc.OnNewNode(func(n *redis.Client) { n.AddHook(h) })
+	if err := cc.ForEachMaster(context.Background(), func(_ context.Context, m *redis.Client) error {
+		m.AddHook(h)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -128,7 +128,8 @@ func (r *Store) AckMarkers(n int) *Store {
 // claimMarkersAcked is ClaimMarkers under AckMarkers: on each master involved (the one server, or the master of
 // each marker's slot on a cluster), one pipeline on one connection writes that master's markers (the script
 // by EVAL: a NOSCRIPT inside the pipeline would leave a marker unwritten before the WAIT) and ends with WAIT,
-// which counts the replicas that hold that connection's writes.
+// which counts the replicas that hold that connection's writes. On a cluster those pipelines go to the master's
+// own client (as scanSKU's SCAN does), so hooks added to the cluster client alone do not see them.
 func (r *Store) claimMarkersAcked(ctx context.Context, markers []ClaimMarker) error {
 	byNode := map[string][]ClaimMarker{}
 	nodes := map[string]redis.Cmdable{}
