@@ -43,6 +43,8 @@ type masterKill struct {
 	rec        *recorder
 	sku        string
 	loseWrites bool
+	// keepLink (a test's) pauses the replica without killing its replication connection: nothing is lost.
+	keepLink bool
 }
 
 func (f masterKill) Name() string {
@@ -71,7 +73,10 @@ func (f masterKill) Inject(ctx context.Context) error {
 		}
 	}
 	if err := c.Kill(sh.Master); err != nil {
-		return errors.Join(err, c.Resume(replica))
+		if f.loseWrites {
+			err = errors.Join(err, c.Resume(replica))
+		}
+		return err
 	}
 	killed := time.Now()
 	if f.loseWrites {
@@ -92,7 +97,7 @@ func (f masterKill) Inject(ctx context.Context) error {
 		}
 		if n != 0 {
 			f.rec.missKind(f.Name())
-			fmt.Fprintf(f.t.log, "chaos: %s: the probe key %s, written on master %s after its replica %s was cut off, is on the promoted replica: nothing was lost; counted as missed\n",
+			fmt.Fprintf(f.t.log, "chaos: %s: the probe key %s, written on master %s while its replica %s was paused, is on the promoted replica: nothing was lost; counted as missed\n",
 				f.Name(), probe, sh.Master, replica)
 			_ = f.t.rs.Client().Del(ctx, probe).Err()
 			break
@@ -107,7 +112,7 @@ func (f masterKill) Inject(ctx context.Context) error {
 		fmt.Fprintf(f.t.log, "chaos: %s: master %s of slot %d (%s) killed; its replica %s %s\n",
 			f.Name(), sh.Master, sh.Slot, f.sku, replica, fo)
 	}
-	return f.t.rejoin(ctx, sh.Master)
+	return f.t.rejoin(ctx, sh.Master, fo.promoted)
 }
 
 // cutOffAndWrite pauses the replica, kills its replication connection on the master, lets the load write to
@@ -120,12 +125,14 @@ func (f masterKill) cutOffAndWrite(ctx context.Context, master, replica string) 
 	}
 	m := redis.NewClient(&redis.Options{Addr: master, MaxRetries: -1})
 	defer m.Close()
-	n, err := m.ClientKillByFilter(ctx, "TYPE", "replica").Result()
-	if err != nil {
-		return "", 0, fmt.Errorf("%s: CLIENT KILL TYPE replica on %s: %w", f.Name(), master, err)
-	}
-	if n == 0 {
-		return "", 0, fmt.Errorf("%s: CLIENT KILL TYPE replica on %s killed no connection: %s was not replicating from it", f.Name(), master, replica)
+	if !f.keepLink {
+		n, err := m.ClientKillByFilter(ctx, "TYPE", "replica").Result()
+		if err != nil {
+			return "", 0, fmt.Errorf("%s: CLIENT KILL TYPE replica on %s: %w", f.Name(), master, err)
+		}
+		if n == 0 {
+			return "", 0, fmt.Errorf("%s: CLIENT KILL TYPE replica on %s killed no connection: %s was not replicating from it", f.Name(), master, replica)
+		}
 	}
 	select {
 	case <-ctx.Done():
@@ -223,14 +230,17 @@ func (t *topology) awaitFailover(ctx context.Context, key, replica string, kille
 	return fo
 }
 
-// rejoin waits until every slot is served, restarts the killed node at addr (empty: no persistence) and
-// waits until the cluster is whole again, the node back as a replica.
-func (t *topology) rejoin(ctx context.Context, addr string) error {
+// rejoin waits until every slot is served (after a promotion: without one the killed node's slots wait for
+// it), restarts the killed node at addr (empty: no persistence) and waits until the cluster is whole again,
+// the node back as a replica.
+func (t *topology) rejoin(ctx context.Context, addr string, promoted bool) error {
 	ctx, cancel := context.WithTimeout(ctx, rejoinLimit)
 	defer cancel()
 	c := t.cluster
-	if err := c.WaitServed(ctx); err != nil {
-		return err
+	if promoted {
+		if err := c.WaitServed(ctx); err != nil {
+			return err
+		}
 	}
 	if err := c.Restart(ctx, addr); err != nil {
 		return err

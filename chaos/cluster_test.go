@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ordersaga/ordersaga/internal/config"
+	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/redislab"
+	"github.com/ordersaga/ordersaga/internal/redisstock"
 )
 
 // TestCluster runs the cluster scenario on the real services: the stack on a Redis Cluster of its own, the
@@ -119,5 +123,54 @@ func TestChildEnv(t *testing.T) {
 	want := []string{"A=4", "C=3", "D=5"}
 	if !slices.Equal(got, want) {
 		t.Errorf("childEnv = %q, want %q", got, want)
+	}
+}
+
+// TestLostWritesCountOnlyALoss runs the cluster faults on a Redis Cluster alone (no stack, no load): a master
+// kill counts once its replica is promoted; the lost writes count when the probe key is gone after the
+// promotion, and count as missed, not injected, when the replica was only paused (its kernel kept the
+// stream): a run in which nothing was lost must not report a loss.
+func TestLostWritesCountOnlyALoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a Redis Cluster and fails it over three times")
+	}
+	if skip, err := clusterPreflight(os.Getenv, exec.LookPath); err != nil {
+		t.Fatal(err)
+	} else if skip != "" {
+		t.Skip(skip)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	c, err := redislab.Start(ctx, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	rdb, err := platform.OpenRedis(ctx, config.Config{RedisClusterAddrs: c.Addrs()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	top := &topology{cluster: c, rs: redisstock.New(rdb, "", 0), log: testWriter{t}}
+	rec := newRecorder()
+	for _, f := range []masterKill{
+		{t: top, rec: rec, sku: clusterSKU},
+		{t: top, rec: rec, sku: clusterSKU, loseWrites: true, keepLink: true},
+		{t: top, rec: rec, sku: clusterSKU, loseWrites: true},
+	} {
+		if err := f.Inject(ctx); err != nil {
+			t.Fatalf("%s (keepLink %v): %v", f.Name(), f.keepLink, err)
+		}
+	}
+	want := map[string]int64{"faults_redis_master_kill": 1, "faults_redis_lost_writes": 1, "missed_redis_lost_writes": 1}
+	got := map[string]int64{}
+	(&runState{t: top, rec: rec, log: top.log}).faultCounters(got)
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("%s = %d, want %d (counters %v)", k, got[k], n, got)
+		}
+	}
+	if got["recovery_ms_redis_lost_writes"] <= 0 || got["recovery_ms_redis_master_kill"] <= 0 {
+		t.Errorf("no recovery time recorded: %v", got)
 	}
 }
