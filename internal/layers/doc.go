@@ -11,7 +11,7 @@
 //   - internal/placement: the place-order service, plain Go; the root, activities, workflows, orderclient,
 //     the Temporal client and API, golang.org/x/sync; no net/http, go-redis, GORM, database/sql or drivers.
 //   - internal/* helpers, each with its own list (see its doc.go); internal/testenv and internal/sagatest are
-//     imported by tests only; internal/redislab (a local Redis Cluster's processes) by testenv and bench; the flash-sale load tool's library (internal/flashsale, or under flashsale/)
+//     imported by tests only; internal/redislab (a local Redis Cluster's processes) by testenv, bench and chaos; the flash-sale load tool's library (internal/flashsale, or under flashsale/)
 //     only by the flashsale command.
 //   - commands (package main): worker, starter, localstack, reconcile, paysim, flashsale, bench; nothing
 //     imports a main package.
