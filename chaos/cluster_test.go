@@ -38,6 +38,9 @@ func TestCluster(t *testing.T) {
 	if res.counters["accepted"] == 0 {
 		t.Errorf("no order accepted: the run checked nothing")
 	}
+	if res.counters["refused_checked"] == 0 {
+		t.Errorf("no key answered 409: refused_with_order checked nothing (the SKUs must sell out during the run)")
+	}
 }
 
 // clusterPreflight: the cluster run starts a Redis Cluster of its own with redis-server and redis-cli. A

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -55,12 +56,13 @@ type load struct {
 	mu       sync.Mutex
 	keyOrder map[string]map[string]bool // Idempotency-Key -> order IDs answered 201 for it
 	accepted map[string]string          // order ID -> its key
+	refused  map[string]string          // Idempotency-Key -> the user of a request answered 409 (sold out, over the limit)
 }
 
 func newLoad(run string, urls, skus []string) *load {
 	return &load{run: run, urls: urls, skus: skus,
 		hc:       &http.Client{Timeout: 45 * time.Second},
-		keyOrder: map[string]map[string]bool{}, accepted: map[string]string{}}
+		keyOrder: map[string]map[string]bool{}, accepted: map[string]string{}, refused: map[string]string{}}
 }
 
 // drive starts orders at rate per second until stop is closed and at least minOrders have started in this
@@ -161,7 +163,8 @@ func (l *load) place(ctx context.Context, key string, body []byte) (p placed, ok
 			l.recordAccepted(key, p.OrderID)
 			ok = true
 		case code == http.StatusConflict:
-			l.c.soldOut.Add(1) // sold-out or limit-exceeded: not remembered, the client gives up
+			l.c.soldOut.Add(1) // sold-out or limit-exceeded: the client gives up
+			l.recordRefused(key, body)
 		default:
 			l.c.badAnswers.Add(1) // 4xx other than 409: the client's request is wrong, a bug of this tool
 		}
@@ -184,6 +187,24 @@ func (l *load) untilAnswered(ctx context.Context, send func() (int, []byte, erro
 		l.backoff(ctx, attempt)
 	}
 	l.c.gaveUp.Add(1)
+}
+
+// recordRefused notes a 409 for key, with the user of its body (the verdict asks the database about the key).
+func (l *load) recordRefused(key string, body []byte) {
+	var b struct {
+		UserID string `json:"user_id"`
+	}
+	_ = json.Unmarshal(body, &b)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refused[key] = b.UserID
+}
+
+// refusedKeys is every key answered 409, with its user.
+func (l *load) refusedKeys() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.refused)
 }
 
 // recordAccepted notes a 201 for key.

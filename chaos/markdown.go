@@ -33,6 +33,9 @@ func writeMarkdown(w io.Writer, res result, run markdownRun) {
 		invariants = "**not 0: " + strings.Join(bad, ", ") + "**"
 	}
 	orders := fmt.Sprintf("%d placed, %d accepted", c["placed"], c["accepted"])
+	if n := c["refused_checked"]; n > 0 {
+		orders += fmt.Sprintf(", %d refused (each checked against the database)", n)
+	}
 	if n := c["refunds_checked"]; n > 0 {
 		orders += fmt.Sprintf("; %d refunds checked", n)
 	}

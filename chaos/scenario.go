@@ -52,7 +52,9 @@ func defaultScenario(name string) (scenario, bool) {
 	case "refund-kill":
 		sc.Kills, sc.Orders = 1, 100
 	case "cluster":
-		sc.Kills, sc.Orders, sc.RedisCluster = 1, 100, true
+		// Stock for about a third of the demand: the SKUs sell out during the failovers, so that buyers are
+		// refused while markers may be lost (refused_with_order has keys to check).
+		sc.Kills, sc.Orders, sc.RedisCluster, sc.Stock = 1, 100, true, 30
 	default:
 		return scenario{}, false
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/invariants"
 )
 
@@ -30,7 +33,7 @@ type result struct {
 // kill_points_never_hit and blackholes_unseen are not the system's: a kill point armed and never reached, or a
 // provider blackhole no refund request met, is a run that did not test what it reports.
 var invariantCounters = slices.Concat([]string{"oversold", "lost", "duplicate_deducts", "double_refunds", "line_ledger_faults",
-	"duplicate_orders", "stuck", "drift", "violations", "admission_leaked", "bad_answers", "gave_up", "kill_points_never_hit",
+	"duplicate_orders", "refused_with_order", "stuck", "drift", "violations", "admission_leaked", "bad_answers", "gave_up", "kill_points_never_hit",
 	"blackholes_unseen"},
 	refundCounters)
 
@@ -77,6 +80,12 @@ func (r *runState) verdict(ctx context.Context, expected map[string]int64) (resu
 	if err := r.refundCounts(ctx, c); err != nil {
 		return res, err
 	}
+	refused := r.load.refusedKeys()
+	n, err := refusedWithOrder(ctx, refused, r.orderOfKey, r.log)
+	if err != nil {
+		return res, err
+	}
+	c["refused_checked"], c["refused_with_order"] = int64(len(refused)), n
 	if !res.OK() {
 		fmt.Fprintf(r.log, "chaos: invariants after settling:\n%s", res.report)
 	}
@@ -245,4 +254,42 @@ func (r *runState) countLost(ctx context.Context, c map[string]int64) error {
 		c["lost"] += int64(len(chunk)) - n
 	}
 	return nil
+}
+
+// refusedWithOrder counts the keys answered 409 (sold out or over the limit) whose order the database holds
+// reserved: a key's answer must be its order, so a buyer told "sold out" must have no order that took units
+// (one REJECTED, its reservation refused after the key was claimed, is that answer). orderOf is the status of
+// a key's order ("" when the key has no row or its order none).
+func refusedWithOrder(ctx context.Context, refused map[string]string, orderOf func(ctx context.Context, user, key string) (ordersaga.Status, string, error), log io.Writer) (int64, error) {
+	var n int64
+	for _, key := range slices.Sorted(maps.Keys(refused)) {
+		status, id, err := orderOf(ctx, refused[key], key)
+		if err != nil {
+			return n, fmt.Errorf("the order of key %s: %w", key, err)
+		}
+		if status != "" && status != ordersaga.StatusRejected {
+			n++
+			fmt.Fprintf(log, "chaos: key %s of %s was answered 409, and the database holds its order %s (%s)\n", key, refused[key], id, status)
+		}
+	}
+	return n, nil
+}
+
+// orderOfKey is the status and ID of the order of a user's key in the run's database ("" when none).
+func (r *runState) orderOfKey(ctx context.Context, user, key string) (ordersaga.Status, string, error) {
+	rec, err := r.t.store.IdempotencyKey(ctx, user, key)
+	if errors.Is(err, ordersaga.ErrNotFound) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	o, err := r.t.store.Order(ctx, rec.OrderID)
+	if errors.Is(err, ordersaga.ErrNotFound) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return o.Status, rec.OrderID, nil
 }
