@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -79,11 +80,15 @@ func TestOnACluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pairs) != 3 {
-			t.Fatalf("%d pairs, want 3 (sold-out check, sold-out reserve, in-stock reserve)", len(pairs))
+		if len(pairs) != 4 {
+			t.Fatalf("%d pairs, want 4 (sold-out check, sold-out reserve, in-stock reserve, reserve then WAIT 1)", len(pairs))
 		}
 		for _, p := range pairs {
 			for _, r := range []result{p.Real, p.Limit} {
+				// A WAIT a loaded replica does not answer in time is a figure of pair 2e, not a failure.
+				if r.Errors > 0 && strings.HasPrefix(p.Layer, "2e") && errors.Is(r.FirstErr, errNotAcked) {
+					r.Errors = 0
+				}
 				if r.Ops == 0 || r.Errors > 0 {
 					t.Errorf("%s: %s: %d ops, %d errors, first: %v", p.Layer, r.Name, r.Ops, r.Errors, r.FirstErr)
 				}

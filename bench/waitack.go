@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -13,6 +14,10 @@ import (
 // waitAckTimeout is the bound of the measured WAIT: a replica that has not acknowledged the reserve within it
 // would leave the reserve as exposed to a failover as without the WAIT.
 const waitAckTimeout = 100 * time.Millisecond
+
+// errNotAcked is a WAIT of pair 2e that returned before a replica acknowledged the reserve: counted as an
+// error of the measured side (a loaded replica is slow to acknowledge), not as a fast answer.
+var errNotAcked = errors.New("no replica acknowledged the reserve")
 
 // benchWaitAck is pair 2e: the Lua reserve followed by WAIT 1 <waitAckTimeout> (the reserve is on a replica
 // before the caller goes on, so that a failover of the SKU's master cannot lose it), against the reserve alone,
@@ -43,7 +48,7 @@ func benchWaitAck(ctx context.Context, o opts, cluster *redis.ClusterClient, pre
 		}
 		n, err := clients[w].Wait(ctx, 1, waitAckTimeout).Result()
 		if err == nil && n < 1 {
-			err = fmt.Errorf("WAIT 1 %d on %s: no replica acknowledged the reserve", waitAckTimeout.Milliseconds(), addr)
+			err = fmt.Errorf("WAIT 1 %d on %s: %w", waitAckTimeout.Milliseconds(), addr, errNotAcked)
 		}
 		return err
 	}

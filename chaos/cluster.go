@@ -43,7 +43,8 @@ type masterKill struct {
 	rec        *recorder
 	sku        string
 	loseWrites bool
-	// keepLink (a test's) pauses the replica without killing its replication connection: nothing is lost.
+	// keepLink (a test's) pauses the replica without killing its replication connection and lets it catch up
+	// with the master before the kill: nothing is lost, and the fault must count as missed.
 	keepLink bool
 }
 
@@ -117,8 +118,9 @@ func (f masterKill) Inject(ctx context.Context) error {
 
 // cutOffAndWrite pauses the replica, kills its replication connection on the master, lets the load write to
 // the master alone for lostWritesWindow and writes a probe key in the SKU's slot there; it returns the key.
-// The pause alone does not lose a write: the paused replica's kernel still takes in the replication stream,
-// and the replica applies it once continued (a probe written 2 s into a pause was on the promoted replica).
+// The pause alone is not enough: the paused replica's kernel still takes in the replication stream, and the
+// replica applies it once continued, unless its promotion comes first (a probe written 2 s into a pause was
+// on the promoted replica in one run, gone in another).
 func (f masterKill) cutOffAndWrite(ctx context.Context, master, replica string) (probe string, sent int64, err error) {
 	if err := f.t.cluster.Pause(replica); err != nil {
 		return "", 0, err
@@ -146,7 +148,33 @@ func (f masterKill) cutOffAndWrite(ctx context.Context, master, replica string) 
 	if sent, err = replInfo(ctx, m, "master_repl_offset"); err != nil {
 		return "", 0, fmt.Errorf("%s: %s: %w", f.Name(), master, err)
 	}
+	if f.keepLink {
+		return probe, sent, f.catchUp(ctx, replica, sent)
+	}
 	return probe, sent, nil
+}
+
+// catchUp continues the paused replica and waits until it has applied the master's stream up to offset.
+func (f masterKill) catchUp(ctx context.Context, replica string, offset int64) error {
+	if err := f.t.cluster.Resume(replica); err != nil {
+		return err
+	}
+	r := redis.NewClient(&redis.Options{Addr: replica, MaxRetries: -1})
+	defer r.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got, err := replInfo(ctx, r, "slave_repl_offset")
+		if err == nil && got >= offset {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: replica %s at offset %d (%v), not %d, 10 s after it was continued", f.Name(), replica, got, err, offset)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // lostBytes says how much of the dead master's replication stream its promoted replica never got: from the
