@@ -116,26 +116,21 @@ func (f masterKill) Inject(ctx context.Context) error {
 	return f.t.rejoin(ctx, sh.Master, fo.promoted)
 }
 
-// cutOffAndWrite pauses the replica, kills its replication connection on the master, lets the load write to
-// the master alone for lostWritesWindow and writes a probe key in the SKU's slot there; it returns the key.
-// The pause alone is not enough: the paused replica's kernel still takes in the replication stream, and the
-// replica applies it once continued, unless its promotion comes first (a probe written 2 s into a pause was
-// on the promoted replica in one run, gone in another).
+// cutOffAndWrite cuts the replica off its master (redislab.CutOffReplica; with keepLink it is only paused, and
+// catches up before the kill), lets the load write to the master alone for lostWritesWindow and writes a probe
+// key in the SKU's slot there; it returns the key.
 func (f masterKill) cutOffAndWrite(ctx context.Context, master, replica string) (probe string, sent int64, err error) {
-	if err := f.t.cluster.Pause(replica); err != nil {
-		return "", 0, err
+	pause := func() error { return f.t.cluster.Pause(replica) }
+	if f.keepLink {
+		err = pause()
+	} else {
+		err = redislab.CutOffReplica(ctx, master, pause)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: %w", f.Name(), err)
 	}
 	m := redis.NewClient(&redis.Options{Addr: master, MaxRetries: -1})
 	defer m.Close()
-	if !f.keepLink {
-		n, err := m.ClientKillByFilter(ctx, "TYPE", "replica").Result()
-		if err != nil {
-			return "", 0, fmt.Errorf("%s: CLIENT KILL TYPE replica on %s: %w", f.Name(), master, err)
-		}
-		if n == 0 {
-			return "", 0, fmt.Errorf("%s: CLIENT KILL TYPE replica on %s killed no connection: %s was not replicating from it", f.Name(), master, replica)
-		}
-	}
 	select {
 	case <-ctx.Done():
 		return "", 0, ctx.Err()

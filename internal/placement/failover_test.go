@@ -11,6 +11,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/placement"
+	"github.com/ordersaga/ordersaga/internal/redislab"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/testenv"
@@ -23,7 +24,7 @@ import (
 // a retry of the key is answered with the order, never 409 sold-out from the fast path.
 //
 // The ordering, on a master, its replica and three sentinels of the test's own: the replica cut off from the
-// master's writes (holdBackReplication), the order placed, the master SIGKILLed, the replica resumed and promoted: the
+// master's writes (redislab.CutOffReplica), the order placed, the master SIGKILLed, the replica resumed and promoted: the
 // marker is gone (checked: otherwise the test would prove nothing), and the retry comes.
 func TestPlace_FailoverThatLosesTheMarkerNeverAnswersTheKeySoldOut(t *testing.T) {
 	t.Parallel()
@@ -42,7 +43,9 @@ func TestPlace_FailoverThatLosesTheMarkerNeverAnswersTheKeySoldOut(t *testing.T)
 	waitReplicated(t, sent.ReplicaAddr(), rs.AvailKey(line.SKU), rs.ClaimsReadyKey())
 
 	old := sent.MasterAddr()
-	holdBackReplication(t, sent, old)
+	if err := redislab.CutOffReplica(ctx, old, sent.Replica().Pause); err != nil {
+		t.Fatal(err)
+	}
 	first := want(t, e.place("k-fo", "u-fo", line), placement.Reserved)
 	if err := sent.KillMaster(); err != nil {
 		t.Fatal(err)
@@ -64,21 +67,6 @@ func TestPlace_FailoverThatLosesTheMarkerNeverAnswersTheKeySoldOut(t *testing.T)
 	again := e.place("k-fo", "u-fo", line)
 	if again.Kind != placement.Replayed || again.OrderID != first.OrderID || !bytes.Equal(again.Answer.Body, first.Answer.Body) {
 		t.Fatalf("the key's retry after the failover: %s %+v, want the order %s replayed", again.Kind, again, first.OrderID)
-	}
-}
-
-// holdBackReplication pauses the replica (SIGSTOP) and makes the master at addr drop its link to it, so that
-// none of the master's later writes reach it until it is resumed and the master is gone: a paused replica's
-// socket would still take them in, and it would apply them once resumed.
-func holdBackReplication(t *testing.T, sent *testenv.Sentinel, addr string) {
-	t.Helper()
-	if err := sent.Replica().Pause(); err != nil {
-		t.Fatal(err)
-	}
-	master := redis.NewClient(&redis.Options{Addr: addr})
-	defer master.Close()
-	if err := master.Do(context.Background(), "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		t.Fatalf("drop the master's link to its replica: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ordersaga/ordersaga/internal/redislab"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
@@ -48,13 +49,9 @@ func TestClaimMarkers_AckedByTheReplica(t *testing.T) {
 		}
 	}
 
-	// The replica cut off: paused, and the master's link to it dropped (a paused replica's socket would
-	// still take the writes in).
-	if err := replica.Pause(); err != nil {
-		t.Fatal(err)
-	}
+	// The replica cut off.
 	defer replica.Resume()
-	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+	if err := redislab.CutOffReplica(ctx, master.Addr, replica.Pause); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
