@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // RedisForm is how the processes reach Redis: one server, a Redis Cluster or a master watched by Sentinel.
@@ -20,6 +21,22 @@ const (
 	RedisCluster            // REDIS_CLUSTER_ADDRS
 	RedisSentinel           // REDIS_SENTINEL_ADDRS with REDIS_SENTINEL_MASTER
 )
+
+// DefaultMarkerReplicas is how many replicas must acknowledge an idempotency marker when REDIS_MARKER_REPLICAS
+// is not set: one on a Redis Cluster or under Sentinel, where a failover promotes a replica that may lack the
+// master's last writes; none on one server (where appendfsync is the operator's choice: docs/operations.md).
+func (f RedisForm) DefaultMarkerReplicas() int {
+	if f == RedisCluster || f == RedisSentinel {
+		return 1
+	}
+	return 0
+}
+
+// RedisClusterStateReload is how old a cluster client's map of the slots may get before it asks the cluster
+// again. A master that dies answers nothing, not MOVED, so the client learns of its replica's promotion only
+// from a reload: with go-redis's default of 60 s every command of that master's slots failed for up to a
+// minute after the cluster had failed over. One CLUSTER SLOTS a second per client is the price.
+const RedisClusterStateReload = time.Second
 
 // redisFormVariables are the variables that choose a form, in the order of the forms.
 var redisFormVariables = []string{"REDIS_ADDR", "REDIS_CLUSTER_ADDRS", "REDIS_SENTINEL_ADDRS"}
@@ -93,9 +110,9 @@ func (c *Config) readRedis(getenv func(string) string) []error {
 			errs = append(errs, fmt.Errorf("REDIS_MARKER_REPLICAS=%q: want how many replicas must acknowledge an idempotency marker, 0 to %d", v, maxMarkerReplicas))
 		}
 		c.RedisMarkerReplicas = n
-	} else if cluster != "" || sentinels != "" {
-		// A failover promotes a replica, which may lack the master's last writes.
-		c.RedisMarkerReplicas = 1
+	} else {
+		form, _ := c.RedisForm()
+		c.RedisMarkerReplicas = form.DefaultMarkerReplicas()
 	}
 
 	if tlsOn != "" {

@@ -294,14 +294,14 @@ var layers = []layer{
 	{
 		name:       "internal/redislab: a local Redis Cluster's processes (tests and bench), go-redis and its port picker only",
 		pkgs:       paths("internal/redislab/..."),
-		module:     []string{"internal/netport"},
+		module:     []string{"internal/netport", "internal/config"},
 		thirdParty: []string{"github.com/redis/go-redis/..."},
 		forbid:     concat(gormLibs, sqlLibs, temporal, []string{"testing"}),
 	},
 	{
 		name:       "internal/testenv: the tests' stores",
 		pkgs:       paths("internal/testenv/..."),
-		module:     []string{"internal/sqlstore", "internal/redisstock", "internal/netport", "internal/redislab"},
+		module:     []string{"internal/sqlstore", "internal/redisstock", "internal/netport", "internal/redislab", "internal/config"},
 		thirdParty: []string{"..."},
 		forbid:     temporal,
 	},

@@ -113,12 +113,6 @@ func RedisOptions(cfg config.Config) (*redis.UniversalOptions, error) {
 	}, nil
 }
 
-// ClusterStateReload is how old a cluster client's map of the slots may get before it asks the cluster again.
-// A master that dies answers nothing, not MOVED, so the client learns of its replica's promotion only from a
-// reload: with go-redis's default of 60 s every command of that master's slots failed for up to a minute
-// after the cluster had failed over. One CLUSTER SLOTS a second per process is the price.
-const ClusterStateReload = time.Second
-
 // newRedis builds the client of cfg's form without dialing: a plain client on REDIS_ADDR, a cluster client
 // on REDIS_CLUSTER_ADDRS (even with one seed, where redis.NewUniversalClient would build a plain client) or a
 // failover client on REDIS_SENTINEL_ADDRS. dial, when not nil, makes the connections.
@@ -136,7 +130,7 @@ func newRedis(cfg config.Config, dial Dialer) (redis.UniversalClient, error) {
 		return redis.NewClient(opts.Simple()), nil
 	case config.RedisCluster:
 		co := opts.Cluster()
-		co.ClusterStateReloadInterval = ClusterStateReload
+		co.ClusterStateReloadInterval = config.RedisClusterStateReload
 		return redis.NewClusterClient(co), nil
 	case config.RedisSentinel:
 		return redis.NewFailoverClient(opts.Failover()), nil

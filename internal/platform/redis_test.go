@@ -117,7 +117,7 @@ func TestOpenRedis_ClusterEvenWithOneSeed(t *testing.T) {
 
 // TestOpenRedis_ClusterFollowsAFailover: once a cluster has promoted the replica of a master SIGKILLed, the
 // processes' cluster client serves that master's slots again within a few reloads of its slot map
-// (ClusterStateReload), not after go-redis's default 60 s.
+// (config.RedisClusterStateReload), not after go-redis's default 60 s.
 func TestOpenRedis_ClusterFollowsAFailover(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -146,7 +146,7 @@ func TestOpenRedis_ClusterFollowsAFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	promoted := time.Now()
-	bound := 10 * platform.ClusterStateReload
+	bound := 10 * config.RedisClusterStateReload
 	for {
 		err := rdb.Set(ctx, key, "after", 0).Err()
 		if err == nil {

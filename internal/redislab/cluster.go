@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/netport"
 	"github.com/redis/go-redis/v9"
 )
@@ -57,9 +58,11 @@ func (c *Cluster) Addrs() []string { return append([]string(nil), c.seeds...) }
 // Dir is the temporary directory of a started cluster's nodes ("" for an existing cluster).
 func (c *Cluster) Dir() string { return c.dir }
 
-// Client returns a new cluster client of the cluster (the caller closes it).
+// Client returns a new cluster client of the cluster (the caller closes it). Its map of the slots is reloaded
+// as the processes' is (config.RedisClusterStateReload), so that it follows a failover as they do.
 func (c *Cluster) Client() *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), PoolSize: 256})
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), PoolSize: 256,
+		ClusterStateReloadInterval: config.RedisClusterStateReload})
 }
 
 // Start starts masters*(1+replicas) nodes, joins them with redis-cli --cluster create (replicas is its

@@ -16,6 +16,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/go-sql-driver/mysql"
+	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 	"github.com/redis/go-redis/v9"
@@ -90,16 +91,19 @@ func MySQLDatabase(tb testing.TB) string {
 
 // MustOpenRedis returns a Redis layer of the test's own: the Redis Cluster (ClusterMode), the Sentinel setup's
 // master (SentinelMode) or the REDIS_ADDR server under a fresh key prefix (its keys deleted at cleanup), or a
-// fresh miniredis. On a cluster or Sentinel its idempotency markers wait for a replica, as the processes'
-// do there by default (REDIS_MARKER_REPLICAS).
+// fresh miniredis. Its idempotency markers wait for as many replicas as the processes' do by default in that
+// form (config.RedisForm.DefaultMarkerReplicas: one on a cluster or Sentinel).
 func MustOpenRedis(tb testing.TB) *redisstock.Store {
 	tb.Helper()
 	rdb, prefix := RedisClient(tb)
-	rs := redisstock.New(rdb, prefix, 0)
-	if ClusterMode() || SentinelMode() {
-		rs.AckMarkers(1)
+	form := config.RedisServer
+	switch {
+	case ClusterMode():
+		form = config.RedisCluster
+	case SentinelMode():
+		form = config.RedisSentinel
 	}
-	return rs
+	return redisstock.New(rdb, prefix, 0).AckMarkers(form.DefaultMarkerReplicas())
 }
 
 // RedisClient returns a client and a key prefix of the test's own (see MustOpenRedis); in Sentinel mode a
