@@ -11,7 +11,6 @@ import (
 
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/redislab"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestRunRefusesBothClusterFlags: a cluster to start and one to use are two answers to one question; the error
@@ -48,29 +47,6 @@ func TestOnACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-
-	// deleteKeys deletes the prefix's keys on every master: a SCAN through the cluster client reaches one node.
-	t.Run("deleteKeys reaches every master", func(t *testing.T) {
-		rdb := c.Client()
-		defer rdb.Close()
-		prefix := "benchtest" + randomID() + ":"
-		for i := range 60 {
-			if err := rdb.Set(ctx, prefix+"inv:{SKU-"+string(rune('a'+i%26))+string(rune('a'+i/26))+"}:avail", i, 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		deleteKeys(ctx, rdb, prefix)
-		err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			keys, err := m.Keys(ctx, prefix+"*").Result()
-			if len(keys) > 0 {
-				t.Errorf("master %s keeps %d keys of the prefix: %v", m.Options().Addr, len(keys), keys)
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
 
 	// The cluster pairs run each operation on the cluster and on one Redis without an error.
 	t.Run("the cluster pairs measure both sides", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,45 @@ func TestScans_FindEveryKeyOfTheSKU(t *testing.T) {
 		if len(entries) != len(orders) {
 			t.Errorf("SKU %d: UserEntries found %+v, want one per order %v", i, entries, orders)
 		}
+	}
+}
+
+// TestDeleteMatching_ReachesEveryMaster: the keys of a pattern are deleted wherever they live (on a cluster,
+// sixty keys of sixty tags lie on every master, and a SCAN through the cluster client reaches one node) and
+// the count says so; a key outside the pattern stays.
+func TestDeleteMatching_ReachesEveryMaster(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.RedisClient(t)
+	ctx := t.Context()
+	for i := range 60 {
+		if err := rdb.Set(ctx, prefix+"del:{SKU-"+strconv.Itoa(i)+"}:avail", i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.Set(ctx, prefix+"kept:{SKU-0}", 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := redisstock.DeleteMatching(ctx, rdb, redisstock.GlobEscape(prefix)+"del:*")
+	if err != nil || n != 60 {
+		t.Fatalf("DeleteMatching = %d, %v; want 60 deleted", n, err)
+	}
+	left := func(ctx context.Context, node redis.Cmdable) error {
+		keys, err := node.Keys(ctx, redisstock.GlobEscape(prefix)+"del:*").Result()
+		if len(keys) > 0 {
+			t.Errorf("%d keys of the pattern left: %v", len(keys), keys)
+		}
+		return err
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return left(ctx, m) })
+	} else {
+		err = left(ctx, rdb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Get(ctx, prefix+"kept:{SKU-0}").Err(); err != nil {
+		t.Errorf("the key outside the pattern: %v, want it kept", err)
 	}
 }
 
