@@ -35,8 +35,9 @@ func needServices(t *testing.T) {
 	}
 }
 
-// runChecked runs sc and fails the test unless every invariant counter is 0; the report is logged when the
-// run is not OK (a counter the caller checks next included).
+// runChecked runs sc and fails the test unless every invariant counter is 0, some orders were accepted and
+// some buyers refused (their keys checked by refused_with_order); the report is logged when the run is not OK
+// (a counter the caller checks next included).
 func runChecked(t *testing.T, sc scenario) result {
 	t.Helper()
 	start := time.Now()
@@ -53,6 +54,12 @@ func runChecked(t *testing.T, sc scenario) result {
 		if res.counters[k] != 0 {
 			t.Errorf("%s = %d, want 0", k, res.counters[k])
 		}
+	}
+	if res.counters["accepted"] == 0 {
+		t.Errorf("no order accepted: the run checked nothing")
+	}
+	if res.counters["refused_checked"] == 0 {
+		t.Errorf("no key answered 409: refused_with_order checked nothing (%s must sell out during the run)", soldOutSKU)
 	}
 	t.Cleanup(func() {
 		if t.Failed() || !res.OK() {

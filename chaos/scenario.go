@@ -23,7 +23,7 @@ type scenario struct {
 	Orders   int           // orders placed at least
 	Duration time.Duration // the load lasts at least this long (soak)
 	Rate     float64       // orders started per second
-	Stock    int           // initial stock per SKU; 0: Orders, at least 20 (sold-outs stay rare: most orders reach Temporal)
+	Stock    int           // initial stock per SKU (but one: stocks); 0: Orders, at least 20 (most orders reach Temporal)
 	KeepDB   bool
 	Dir      string
 	Only     []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
@@ -103,11 +103,8 @@ func runScenario(ctx context.Context, sc scenario, log io.Writer) (result, error
 
 // execute seeds, runs the phases and judges.
 func (r *runState) execute(ctx context.Context) (result, error) {
-	stock := r.sc.Stock
-	if stock == 0 {
-		stock = max(20, r.sc.Orders)
-	}
-	if err := r.seed(ctx, int64(stock)); err != nil {
+	stocks := r.sc.stocks()
+	if err := r.seed(ctx, stocks); err != nil {
 		return result{}, err
 	}
 	started := time.Now()
@@ -117,19 +114,34 @@ func (r *runState) execute(ctx context.Context) (result, error) {
 		}
 	}
 	loadTime := time.Since(started)
-	expected := map[string]int64{}
-	for _, s := range skus {
-		expected[s] = int64(stock)
-	}
-	res, err := r.verdict(ctx, expected)
+	res, err := r.verdict(ctx, stocks)
 	res.loadTime = loadTime
 	return res, err
 }
 
-// seed creates the SKUs through the admin API.
-func (r *runState) seed(ctx context.Context, stock int64) error {
+// stocks is each SKU's initial stock: Stock (0: Orders, at least 20), and a tenth of it (at least 3) for the
+// last SKU, which sells out in every run, so that buyers are refused while the faults run and
+// refused_with_order has keys to check.
+func (sc scenario) stocks() map[string]int64 {
+	stock := int64(sc.Stock)
+	if stock == 0 {
+		stock = int64(max(20, sc.Orders))
+	}
+	out := map[string]int64{}
 	for _, sku := range skus {
-		body, _ := json.Marshal(map[string]int64{"stock": stock, "price_cents": 999})
+		out[sku] = stock
+	}
+	out[soldOutSKU] = max(3, stock/10)
+	return out
+}
+
+// soldOutSKU is the SKU with little stock (stocks).
+var soldOutSKU = skus[len(skus)-1]
+
+// seed creates the SKUs through the admin API.
+func (r *runState) seed(ctx context.Context, stocks map[string]int64) error {
+	for _, sku := range skus {
+		body, _ := json.Marshal(map[string]int64{"stock": stocks[sku], "price_cents": 999})
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.t.apiURLs[0]+"/v1/inventory/"+sku, bytes.NewReader(body))
 		if err != nil {
 			return err
