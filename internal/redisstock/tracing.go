@@ -8,6 +8,7 @@ import (
 	"path"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
@@ -19,7 +20,31 @@ import (
 // Trace adds an OpenTelemetry client span to each command rdb sends (and one to each pipeline), as a child of
 // the caller's span: named by the command, and a script call by its file ("EVALSHA reserve.lua"). Call it
 // once per client, when tracing is on (platform.OpenStores).
-func Trace(rdb redis.UniversalClient) { rdb.AddHook(tracingHook{}) }
+//
+// On a cluster client every node's client takes the hook too: what the store sends to one node's own client
+// (MasterForKey, ForEachMaster: the acknowledged marker writes, the scans, DeleteMatching) passes the cluster
+// client's hooks by. A command the cluster client routes to a node is already in its span there, and the
+// node's hook leaves it alone (inSpan), so each command is one span either way.
+func Trace(rdb redis.UniversalClient) {
+	rdb.AddHook(tracingHook{})
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	cc.OnNewNode(func(n *redis.Client) { n.AddHook(tracingHook{}) })
+	// The nodes the client knows already (OpenRedis's PING loaded the slots); a node that is also new meanwhile
+	// gets the hook twice, which inSpan makes harmless. Without an answer in 5 s the nodes are met later
+	// (OnNewNode).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = cc.ForEachShard(ctx, func(_ context.Context, n *redis.Client) error {
+		n.AddHook(tracingHook{})
+		return nil
+	})
+}
+
+// inSpan marks a context inside a Redis client span of this hook (Trace).
+type inSpan struct{}
 
 var tracer = otel.Tracer("github.com/ordersaga/ordersaga/internal/redisstock")
 
@@ -48,6 +73,10 @@ func (tracingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (tracingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if ctx.Value(inSpan{}) != nil {
+			return next(ctx, cmd)
+		}
+		ctx = context.WithValue(ctx, inSpan{}, true)
 		ctx, span := tracer.Start(ctx, spanName(cmd), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attribute.String("db.system.name", "redis"), attribute.String("db.operation.name", cmd.Name())))
 		defer span.End()
@@ -59,6 +88,10 @@ func (tracingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (tracingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if ctx.Value(inSpan{}) != nil {
+			return next(ctx, cmds)
+		}
+		ctx = context.WithValue(ctx, inSpan{}, true)
 		ctx, span := tracer.Start(ctx, "redis pipeline", trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attribute.String("db.system.name", "redis"), attribute.Int("db.operation.batch.size", len(cmds))))
 		defer span.End()
