@@ -79,7 +79,8 @@ func TestClusterPreflight(t *testing.T) {
 // form; on one server, an inherited REDIS_CLUSTER_ADDRS is dropped likewise.
 func TestClusterEnvironment(t *testing.T) {
 	t.Parallel()
-	inherited := []string{"REDIS_ADDR=127.0.0.1:6379", "REDIS_CLUSTER_ADDRS=10.0.0.1:7000", "PATH=/usr/bin"}
+	inherited := []string{"REDIS_ADDR=127.0.0.1:6379", "REDIS_CLUSTER_ADDRS=10.0.0.1:7000", "PATH=/usr/bin",
+		"REDIS_KEY_PREFIX=run7:", "MYSQL_DSN=root@tcp(127.0.0.1:3306)/x"}
 	for _, c := range []struct {
 		name        string
 		t           *topology
@@ -92,7 +93,7 @@ func TestClusterEnvironment(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := c.t.commonEnvMap()
-			m["MYSQL_DSN"] = "root@tcp(127.0.0.1:3306)/x" // the configuration requires one
+			delete(m, "MYSQL_DSN") // the run's own is set when its database is; here the caller's stands
 			env := childEnv(inherited, envList(m))
 			if !slices.Contains(env, c.want) || !slices.Contains(env, "PATH=/usr/bin") {
 				t.Errorf("environment %q lacks %s or the inherited PATH", env, c.want)
@@ -102,12 +103,16 @@ func TestClusterEnvironment(t *testing.T) {
 					t.Errorf("environment has %s, want none", kv)
 				}
 			}
-			cfg, err := config.FromEnv(func(k string) string { return m[k] })
+			cfg, err := c.t.storeConfig(inherited)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if form, _ := cfg.RedisForm(); form != c.form {
 				t.Errorf("the run's configuration reads %s, want %s", form, c.form)
+			}
+			// The run's own view of the stores reads what the processes read: the caller's key prefix.
+			if cfg.RedisKeyPrefix != "run7:" {
+				t.Errorf("the run's stores use the key prefix %q, want the processes' %q", cfg.RedisKeyPrefix, "run7:")
 			}
 		})
 	}

@@ -257,7 +257,7 @@ func currentUser() string {
 
 // openStores opens the run's stores, which migrates the database once before any process starts.
 func (t *topology) openStores(ctx context.Context) error {
-	cfg, err := config.FromEnv(func(k string) string { return t.commonEnvMap()[k] })
+	cfg, err := t.storeConfig(os.Environ())
 	if err != nil {
 		return fmt.Errorf("chaos config: %w", err)
 	}
@@ -286,6 +286,18 @@ func (t *topology) commonEnvMap() map[string]string {
 		m["REDIS_ADDR"], m["REDIS_CLUSTER_ADDRS"] = "", t.redis
 	}
 	return m
+}
+
+// storeConfig is the configuration the run's workers and APIs read from their environment (inherited, with
+// commonEnvMap over it), for the run's own view of the stores: a variable of the caller's that the processes
+// see (REDIS_KEY_PREFIX, the Redis credentials) reaches the run's checks too.
+func (t *topology) storeConfig(inherited []string) (config.Config, error) {
+	env := map[string]string{}
+	for _, kv := range childEnv(inherited, envList(t.commonEnvMap())) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return config.FromEnv(func(k string) string { return env[k] })
 }
 
 func envList(m map[string]string) []string {
