@@ -69,6 +69,7 @@ func (s *stack) stop() error {
 func start(ctx context.Context, opts options, logOut io.Writer) (_ *stack, err error) {
 	cfg := opts.cfg
 	s := &stack{opts: opts, logOut: logOut, log: platform.NewLogger(logOut, cfg.LogFormat, cfg.LogLevel)}
+	platform.RouteRedisLogs(s.log)
 	defer func() {
 		if err != nil {
 			_ = s.stop()

@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("-money-days %d: want 1-%d", *moneyDays, workflows.MaxReconcileMoneyDays)
 	}
 	logger := platform.NewLogger(os.Stderr, "text", "warn")
+	platform.RouteRedisLogs(logger)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	c, err := platform.DialTemporal(ctx, cfg, logger, nil)

@@ -36,6 +36,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	logger := platform.NewLogger(stdout, cfg.LogFormat, cfg.LogLevel)
+	platform.RouteRedisLogs(logger)
 	tracing, err := platform.StartTracing(ctx, cfg, "ordersaga-worker")
 	if err != nil {
 		return err
