@@ -282,10 +282,16 @@ func (t *topology) rejoin(ctx context.Context, addr string, promoted bool) error
 	return nil
 }
 
+// clusterFaultList is the cluster faults: the master of clusterSKU's slot killed, and killed after its last
+// writes never reached its replica.
+func (r *runState) clusterFaultList() []fault {
+	return []fault{masterKill{t: r.t, rec: r.rec, sku: clusterSKU}, masterKill{t: r.t, rec: r.rec, sku: clusterSKU, loseWrites: true}}
+}
+
 // clusterFaults injects each cluster fault Kills times with the load running, 5 s apart.
 func (r *runState) clusterFaults(ctx context.Context) error {
 	return r.underLoad(ctx, r.phaseOrders(), func(ctx context.Context) error {
-		for _, f := range []fault{masterKill{t: r.t, rec: r.rec, sku: clusterSKU}, masterKill{t: r.t, rec: r.rec, sku: clusterSKU, loseWrites: true}} {
+		for _, f := range r.clusterFaultList() {
 			for range r.sc.Kills {
 				if err := f.Inject(ctx); err != nil {
 					return fmt.Errorf("%s: %w", f.Name(), err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -174,5 +175,34 @@ func TestLostWritesCountOnlyALoss(t *testing.T) {
 	}
 	if got["recovery_ms_redis_lost_writes"] <= 0 || got["recovery_ms_redis_master_kill"] <= 0 {
 		t.Errorf("no recovery time recorded: %v", got)
+	}
+}
+
+// TestSoakOnAClusterDrawsTheMasterKills: `chaos soak -redis-cluster` runs on a cluster of its own, and its soak
+// draws the master kills beside the other faults; on one Redis it draws none.
+func TestSoakOnAClusterDrawsTheMasterKills(t *testing.T) {
+	t.Parallel()
+	sc, err := parseScenario("soak", []string{"-redis-cluster"}, io.Discard)
+	if err != nil || !sc.RedisCluster {
+		t.Fatalf("parseScenario(soak -redis-cluster) = %+v, %v; want the cluster topology", sc, err)
+	}
+	for _, c := range []struct {
+		name string
+		top  *topology
+		want bool
+	}{
+		{"cluster", &topology{cluster: redislab.Existing([]string{"127.0.0.1:7001"})}, true},
+		{"one server", &topology{}, false},
+	} {
+		r := &runState{sc: sc, t: c.top}
+		var kinds []string
+		for _, f := range r.soakFaults() {
+			kinds = append(kinds, f.Name())
+		}
+		for _, k := range []string{"redis_master_kill", "redis_lost_writes"} {
+			if slices.Contains(kinds, k) != c.want {
+				t.Errorf("%s: the soak's faults %v: %s drawn = %v, want %v", c.name, kinds, k, !c.want, c.want)
+			}
+		}
 	}
 }

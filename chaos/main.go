@@ -11,7 +11,7 @@
 //	go run ./chaos temporal-restart [-kills 3]  [-orders 100]
 //	go run ./chaos refund-kill      [-kills 1]  [-orders 100]
 //	go run ./chaos cluster          [-kills 1]  [-orders 100]
-//	go run ./chaos soak             [-orders 10000] [-duration 10m]
+//	go run ./chaos soak             [-orders 10000] [-duration 10m] [-redis-cluster]
 //	go run ./chaos short            (what the test runs: one fault of each kind, a few hundred orders)
 //
 // cluster runs the stack on a Redis Cluster of its own (3 masters, 1 replica each; every process gets
@@ -99,6 +99,7 @@ func parseScenario(name string, args []string, stderr io.Writer) (scenario, erro
 	fs.StringVar(&sc.Dir, "dir", "", "working directory for binaries, logs and the Temporal file (default: a new temporary one)")
 	fs.BoolVar(&sc.Rekill, "rekill", false, "worker kills may hit an order an earlier kill already hit (default: such orders are spared)")
 	fs.BoolVar(&sc.OwnMySQL, "own-mysql", false, "start a MariaDB server of the run's own (mariadb-install-db, mariadbd) instead of using MYSQL_DSN's, and add the mysql_restart fault (SIGKILL, 2 s down)")
+	fs.BoolVar(&sc.RedisCluster, "redis-cluster", sc.RedisCluster, "run on a Redis Cluster of the run's own (3 masters, 1 replica each; redis-server and redis-cli): the soak then draws the master kills too")
 	fs.BoolVar(&sc.Markdown, "markdown", false, "after the RESULT line, print the run's rows of RELIABILITY.md's table: one per fault kind, with the commit, date and command")
 	onlyKinds := fs.String("only", "", "soak: comma-separated fault kinds to draw (e.g. redis_restart,mysql_kill_connections; default: every kind)")
 	if err := fs.Parse(args); err != nil {

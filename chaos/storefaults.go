@@ -62,9 +62,13 @@ func (f mysqlKill) Inject(ctx context.Context) error {
 }
 
 // storeFaults are the store faults of the soak; the Redis restarts only when the run started its own Redis,
-// the MySQL restart only when it started its own MariaDB.
+// the master kills only when it started its own Redis Cluster (-redis-cluster), the MySQL restart only when it
+// started its own MariaDB.
 func (r *runState) storeFaults() []fault {
 	fs := []fault{scriptFlush{t: r.t, rec: r.rec}, mysqlKill{t: r.t, rec: r.rec}}
+	if r.t.cluster != nil {
+		fs = append(fs, r.clusterFaultList()...)
+	}
 	if r.t.redisSrv != nil {
 		// SIGKILL: no persistence, every key is lost; the stock is cold-loaded from the database again.
 		redis := serverRestart{rec: r.rec, kind: "redis_restart", what: "redis (back empty)", p: r.t.redisSrv,
