@@ -63,16 +63,32 @@ func envExample(t *testing.T) types.Mapping {
 	return m
 }
 
-func loadComposeWith(env types.Mapping) (*types.Project, error) {
+// loadComposeWith loads docker-compose.yml and the files laid over it (docker compose -f … -f …).
+func loadComposeWith(env types.Mapping, over ...string) (*types.Project, error) {
 	root, err := filepath.Abs("..")
 	if err != nil {
 		return nil, err
 	}
+	files := []types.ConfigFile{{Filename: filepath.Join(root, "docker-compose.yml")}}
+	for _, f := range over {
+		files = append(files, types.ConfigFile{Filename: filepath.Join(root, f)})
+	}
 	return loader.LoadWithContext(context.Background(), types.ConfigDetails{
 		WorkingDir:  root,
-		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, "docker-compose.yml")}},
+		ConfigFiles: files,
 		Environment: env,
 	}, func(o *loader.Options) { o.SetProjectName("ordersaga", true) })
+}
+
+// composeSetups are the stacks the files make: docker-compose.yml alone, and with docker-compose.cluster.yml
+// over it (the Redis Cluster). The checks every service must pass run on each.
+func composeSetups(t *testing.T) map[string]*types.Project {
+	t.Helper()
+	cluster, err := loadComposeWith(envExample(t), "docker-compose.cluster.yml")
+	if err != nil {
+		t.Fatalf("load docker-compose.yml with docker-compose.cluster.yml: %v", err)
+	}
+	return map[string]*types.Project{"docker-compose.yml": loadCompose(t), "with docker-compose.cluster.yml": cluster}
 }
 
 // loadCompose loads the file as `docker compose up` does after `cp .env.example .env` (the README's steps).
@@ -223,7 +239,12 @@ func pinned(image string) bool {
 
 func TestComposeServicesArePinnedOrBuilt(t *testing.T) {
 	t.Parallel()
-	p := loadCompose(t)
+	for setup, p := range composeSetups(t) {
+		t.Run(setup, func(t *testing.T) { checkPinnedOrBuilt(t, p) })
+	}
+}
+
+func checkPinnedOrBuilt(t *testing.T, p *types.Project) {
 	for name, svc := range p.Services {
 		_, app := appServices[name]
 		switch {
@@ -246,7 +267,12 @@ func TestComposeServicesArePinnedOrBuilt(t *testing.T) {
 
 func TestComposeDependenciesWaitForHealthOrCompletion(t *testing.T) {
 	t.Parallel()
-	p := loadCompose(t)
+	for setup, p := range composeSetups(t) {
+		t.Run(setup, func(t *testing.T) { checkDependencies(t, p) })
+	}
+}
+
+func checkDependencies(t *testing.T, p *types.Project) {
 	for name, svc := range p.Services {
 		for dep, cond := range svc.DependsOn {
 			target, ok := p.Services[dep]
@@ -367,7 +393,12 @@ func mainVariables(t *testing.T, dir string) map[string]bool {
 
 func TestComposeAppEnvironmentMatchesConfig(t *testing.T) {
 	t.Parallel()
-	p := loadCompose(t)
+	for setup, p := range composeSetups(t) {
+		t.Run(setup, func(t *testing.T) { checkAppEnvironment(t, p) })
+	}
+}
+
+func checkAppEnvironment(t *testing.T, p *types.Project) {
 	for name, role := range appServices {
 		known := configVariables(t, name)
 		for k := range mainVariables(t, filepath.Join("..", role.main)) {
@@ -415,7 +446,10 @@ func checkAddresses(t *testing.T, p *types.Project, name string, cfg config.Conf
 		return h
 	}
 	host("TEMPORAL_ADDRESS", cfg.TemporalAddress)
-	host("REDIS_ADDR", cfg.RedisAddr)
+	form, addrs := cfg.RedisForm()
+	for _, a := range addrs {
+		host(form.String(), a)
+	}
 	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
 	if err != nil {
 		t.Errorf("%s: MYSQL_DSN: %v", name, err)
