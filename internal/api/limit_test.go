@@ -12,6 +12,7 @@ import (
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/api"
+	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
 // putInventory sets a SKU through the admin endpoint and returns the inventory body.
@@ -47,7 +48,7 @@ func TestPerUserLimit_ThroughTheAPI(t *testing.T) {
 		}
 	}
 
-	const n = 200
+	n := testenv.Scaled(200, 50) // 200 concurrent requests; 50 under the race detector (the same code, slower)
 	body := orderBody("bot", ordersaga.Line{SKU: sku, Qty: 1})
 	statuses := make([]int, n)
 	problems := make([]api.Problem, n)

@@ -16,9 +16,9 @@ import (
 )
 
 // The bot on the database-only path: Redis cannot be reached and the fallback is on, so every reserve holds
-// nothing and the deduct alone decides. One user's 200 concurrent orders (distinct order IDs, as distinct
-// Idempotency-Keys give) on a limit of 2 get exactly 2 units; every other order is rejected as over the
-// limit, naming the SKU, the limit and the 2 units held, and holds nothing.
+// nothing and the deduct alone decides. One user's 200 concurrent orders (50 under the race detector; distinct
+// order IDs, as distinct Idempotency-Keys give) on a limit of 2 get exactly 2 units; every other order is
+// rejected as over the limit, naming the SKU, the limit and the 2 units held, and holds nothing.
 func TestPerUserLimit_DatabaseOnlyPath(t *testing.T) {
 	store := testenv.MustOpenStore(t)
 	const sku = "LIM-DB"
@@ -30,7 +30,7 @@ func TestPerUserLimit_DatabaseOnlyPath(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	const n = 200
+	n := testenv.Scaled(200, 50) // 200 concurrent requests; 50 under the race detector (the same code, slower)
 	res := make([]workflows.Reservation, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup

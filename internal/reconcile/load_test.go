@@ -18,7 +18,7 @@ import (
 func loadOrders(t testing.TB, full, embedded, underRace int) int {
 	def := embedded
 	switch {
-	case raceEnabled:
+	case testenv.RaceEnabled:
 		def = underRace
 	case testenv.RealMySQL() && testenv.RealRedis():
 		def = full
@@ -89,5 +89,5 @@ func TestReconcile_NoFalseRepairUnderLoad(t *testing.T) {
 	}
 	t.Logf("no false repair (real mysql=%v redis=%v race=%v): %s; %d reconciliation runs during the load: %s; final run: %s; "+
 		"repairs recorded %d, oversold units %d\n%s",
-		testenv.RealMySQL(), testenv.RealRedis(), raceEnabled, res, len(runs), during, final, e.repairRows(t), oversold, rep)
+		testenv.RealMySQL(), testenv.RealRedis(), testenv.RaceEnabled, res, len(runs), during, final, e.repairRows(t), oversold, rep)
 }

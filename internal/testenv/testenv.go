@@ -269,3 +269,12 @@ func (c *Clock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
 }
+
+// Scaled is n, or underRace when the test runs under the race detector (RaceEnabled): a test that places n
+// orders to load the saga places fewer there, where the point is the data races of the same code, not the load.
+func Scaled(n, underRace int) int {
+	if RaceEnabled {
+		return underRace
+	}
+	return n
+}

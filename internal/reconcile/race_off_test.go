@@ -1,5 +1,0 @@
-//go:build !race
-
-package reconcile_test
-
-const raceEnabled = false
