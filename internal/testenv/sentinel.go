@@ -41,10 +41,15 @@ type RedisServer struct {
 }
 
 // StartRedisServer starts a redis-server with args added to its command line (--requirepass, --user,
-// --replicaof ...) and waits until it listens.
+// --replicaof ...) and waits until it listens. With --cluster-enabled its cluster bus gets a free port of its
+// own (--cluster-port) unless args name one.
 func StartRedisServer(tb testing.TB, args ...string) *RedisServer {
 	tb.Helper()
 	port := StablePort(tb, "127.0.0.1")
+	if slices.Contains(args, "--cluster-enabled") && !slices.Contains(args, "--cluster-port") {
+		// The cluster bus listens on port+10000 unless told where, and another process may hold that one.
+		args = append(args, "--cluster-port", strconv.Itoa(StablePort(tb, "127.0.0.1")))
+	}
 	return startRedis(tb, port, append([]string{"--port", strconv.Itoa(port)}, args...))
 }
 
