@@ -90,3 +90,16 @@ func TestComposeClusterIsWhatTheAppsReach(t *testing.T) {
 		t.Errorf("redis-cluster-create: %q, want --cluster-replicas 1 and a wait for cluster_state:ok", create)
 	}
 }
+
+// TestComposeSingleRedisSyncsEveryWrite: the single Redis has no replica to acknowledge an idempotency
+// marker, so it writes each one to disk before it answers (appendfsync always, docs/operations.md); the
+// cluster's nodes have their replicas (REDIS_MARKER_REPLICAS) and keep everysec.
+func TestComposeSingleRedisSyncsEveryWrite(t *testing.T) {
+	t.Parallel()
+	cmd := strings.Join(loadCompose(t).Services["redis"].Command, " ")
+	for _, want := range []string{"--appendonly yes", "--appendfsync always", "--maxmemory-policy noeviction"} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("redis: command %q lacks %s", cmd, want)
+		}
+	}
+}
