@@ -1,7 +1,8 @@
 // Command flashsale hammers a running ordersaga stack through its HTTP API like a flash sale and judges the
 // run by the invariants: it exits 1 when any unit was oversold or lost, an order was deducted twice, got
-// stuck or a payment was refunded twice, or (checked at the refund provider) a refund did not reach the
-// provider exactly once. See flashsale/internal/sale and README.md.
+// stuck or a payment was refunded twice, a buyer was told sold out while units were provably free, or
+// (checked at the refund provider) a refund did not reach the provider exactly once. See
+// flashsale/internal/sale and README.md.
 package main
 
 import (

@@ -15,8 +15,9 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	// reserve counts POST /v1/orders by outcome: reserved, replayed, sold_out_fast_path (refused without a
-	// workflow), sold_out_admission (refused without a workflow: the units left are all being placed),
-	// sold_out (refused by the saga), unknown_sku, rejected, key_reused, pending, unavailable, error.
+	// workflow), sold_out (refused by the saga), limit_exceeded_fast_path, limit_exceeded, unknown_sku,
+	// rejected, key_reused, pending, gated (503 without a workflow: the units left were all still being placed
+	// after the admission gate's wait), unavailable, busy, error.
 	reserve *prometheus.CounterVec
 	// places counts Update-with-Start calls: the workflows the API started or attached to.
 	places prometheus.Counter
@@ -39,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route"})),
 		reserve: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ordersaga_reserve_outcomes_total", Help: "POST /v1/orders by outcome (sold_out_fast_path and sold_out_admission started no workflow).",
+			Name: "ordersaga_reserve_outcomes_total", Help: "POST /v1/orders by outcome (sold_out_fast_path and gated started no workflow).",
 		}, []string{"outcome"})),
 		places: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ordersaga_order_workflow_places_total", Help: "Update-with-Start calls of OrderWorkflow made by the API.",

@@ -19,7 +19,7 @@ const (
 	outcomeReserved        = "reserved"
 	outcomeReplayed        = "replayed"
 	outcomeSoldOutFastPath = "sold_out_fast_path"
-	outcomeSoldOutAdmitted = "sold_out_admission"
+	outcomeGated           = "gated"
 	outcomeSoldOut         = "sold_out"
 	outcomeLimitFastPath   = "limit_exceeded_fast_path"
 	outcomeLimitExceeded   = "limit_exceeded"
@@ -117,10 +117,11 @@ func writePlaced(w http.ResponseWriter, out placement.Outcome) string {
 		}
 		return outcomeLimitExceeded
 	case placement.Gated:
-		pr := newProblem(kindSoldOut, "every unit of "+out.SKU+" left is being reserved by other orders; the same Idempotency-Key may be retried later")
+		// Nothing was done for the key: the units may come back, so this is no sold out.
+		pr := newProblem(kindUnavailable, "every unit of "+out.SKU+" left is still being reserved by other orders, which may give some back; retry with the same Idempotency-Key")
 		pr.SKU = out.SKU
 		writeProblem(w, pr)
-		return outcomeSoldOutAdmitted
+		return outcomeGated
 	case placement.UnknownSKU:
 		writeUnknownSKU(w, out.SKU)
 		return outcomeUnknownSKU

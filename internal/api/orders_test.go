@@ -206,17 +206,24 @@ func TestPlaceOrder_Refusals(t *testing.T) {
 		}
 	})
 
-	t.Run("gated_is_409_sold_out_naming_the_sku", func(t *testing.T) {
+	// The admission gate never answers sold out: a request whose units are all being placed by others waits
+	// for them (placement/gate.go), and is answered 503 naming the SKU if they are still undecided after the
+	// wait (5 s), with nothing done for the key.
+	t.Run("gated_is_503_naming_the_sku_not_sold_out", func(t *testing.T) {
 		e.Stock(t, "R-GATE", 1, 100)
 		adm, sku, err := e.Gate.Admit(ctx, []ordersaga.Line{{SKU: "R-GATE", Qty: 1}}, time.Minute)
 		if err != nil || sku != "" {
 			t.Fatalf("admit another placement: %q %v", sku, err)
 		}
 		defer adm.Done(ctx)
-		before := outcomes(e, "sold_out_admission")
-		soldOut(t, e.place("k-r-gate", orderBody("u-r", ordersaga.Line{SKU: "R-GATE", Qty: 1})), "R-GATE", "being reserved by other orders")
-		if got := outcomes(e, "sold_out_admission"); got != before+1 {
-			t.Errorf("sold_out_admission counted %v, want 1", got-before)
+		before := outcomes(e, "gated")
+		r := e.place("k-r-gate", orderBody("u-r", ordersaga.Line{SKU: "R-GATE", Qty: 1}))
+		p := r.wantProblem(t, http.StatusServiceUnavailable, "unavailable")
+		if p.SKU != "R-GATE" || !strings.Contains(p.Detail, "still being reserved by other orders") || r.header.Get("Retry-After") == "" {
+			t.Errorf("gated answer %s: want the SKU, the reason and Retry-After", r)
+		}
+		if got := outcomes(e, "gated"); got != before+1 {
+			t.Errorf("gated counted %v, want 1", got-before)
 		}
 	})
 

@@ -131,8 +131,8 @@ func TestPlace_SameKeyGatedWhileTheFirstStarts(t *testing.T) {
 	default:
 		t.Errorf("retry: %s %+v, want the first request's order (reserved, replayed or pending)", a.Kind, a)
 	}
-	if h.admits.Load() != 2 {
-		t.Errorf("%d admissions asked, want 2 (the retry's must come after the first request's)", h.admits.Load())
+	if h.admits.Load() < 2 {
+		t.Errorf("%d admissions asked, want at least 2 (the retry's come after the first request's; refused, it asks again)", h.admits.Load())
 	}
 	if n := e.countRows("orders", "user_id = ?", user); n != 1 {
 		t.Errorf("%d orders, want 1", n)

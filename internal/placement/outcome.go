@@ -21,8 +21,9 @@ const (
 	// LimitExceeded: a line would take its user's units of the SKU past the SKU's per-user limit (Limit:
 	// the SKU, the limit and what the user already holds). FastPath as for SoldOut.
 	LimitExceeded
-	// Gated: the admission gate refused: every unit left of SKU is being placed by other requests. No
-	// workflow was started.
+	// Gated: every unit left of SKU was still being placed by other requests when the admission gate's wait
+	// (Config.GatedWait) ended: they may yet hand units back. No workflow was started; a retry with the key
+	// may be placed.
 	Gated
 	// UnknownSKU: SKU is not in the inventory (before any workflow, or the workflow rejected the order).
 	UnknownSKU
@@ -105,8 +106,6 @@ func fastRefusal(c fastCheck) Outcome {
 	}
 	return limitExceeded(*c.Limit, true)
 }
-
-func gated(sku string) Outcome { return Outcome{Kind: Gated, SKU: sku} }
 
 // replay is the outcome of a key whose first answer is kept.
 func replay(rec keyRecord) Outcome {

@@ -68,32 +68,19 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	if fast.Refuse() {
 		return fastRefusal(fast), nil
 	}
-	// The admission gate: while the units left are all being placed by other requests, refuse rather than
-	// start one more workflow that could only be rejected (a flash sale starts about as many workflows as it
-	// has units, not one per buyer). Like the fast path it only refuses, and never a key whose order is
-	// started. A key without state is gated before the database is touched; the others after their claim.
-	// The admission's units stay counted until place hands them back (or this request ends before).
+	// The admission gate: while the units left are all being placed by other requests, wait for them to decide
+	// rather than start one more workflow that could only be rejected (a flash sale starts about as many
+	// workflows as it has units, not one per buyer). It never refuses a key whose order is started. A key
+	// without state is admitted before the database is touched; the others after their claim. The admission's
+	// units stay counted until place hands them back (or this request ends before).
 	var adm *admitted
 	defer func() { adm.Done(context.WithoutCancel(ctx)) }()
-	if fast.Gate() {
-		// The same round trip already saw every unit left being placed: refuse without a second one.
-		return gated(fast.GatedSKU), nil
-	}
 	if fast.Ready && !fast.Claimed {
-		// Nothing is done for the key yet: past the placements this process runs and lets wait, it waits a
-		// little for a place among them (holding nothing), then is answered Busy rather than held past any
-		// timeout its client has.
-		if !p.s.takeTicket(ctx) {
-			return Outcome{Kind: Busy, Placing: p.s.cfg.MaxPlacing, Queued: p.s.cfg.MaxQueued}, nil
+		release, out, ok := p.admitNew(ctx, marker, fast, &adm)
+		if !ok {
+			return out, nil
 		}
-		defer func() { <-p.s.tickets }()
-		sku, err := p.admit(ctx, &adm)
-		switch {
-		case err != nil && p.redisFails(err):
-			return unavailable(serviceRedis, err), nil
-		case sku != "":
-			return gated(sku), nil
-		}
+		defer release()
 	}
 	// A key without a row, or whose row was unused for its life and has no order open, gets a new life: a new
 	// nonce, and order IDs derived from it. A use of a live key is its last use from now on (Refreshed, when
@@ -176,17 +163,11 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		adm.Done(context.WithoutCancel(ctx))
 		adm = nil
 	case !rec.Started && adm == nil && !p.redisDown:
-		sku, err := p.admit(ctx, &adm)
-		if err != nil && p.redisFails(err) {
-			return unavailable(serviceRedis, err), nil
+		cur, attach, out, ok := p.admitClaimed(ctx, marker, &adm)
+		if !ok {
+			return out, nil
 		}
-		if sku != "" {
-			// Refused by the units of other requests, which may include the one that started this key's
-			// order since rec was read.
-			cur, out, attach := p.refusedAfterClaim(ctx, gated(sku))
-			if !attach {
-				return out, nil
-			}
+		if attach {
 			rec = cur
 		}
 	}

@@ -85,7 +85,8 @@ func TestPlace_Idempotency(t *testing.T) {
 // remembered (the same key succeeds once there is stock).
 func TestPlace_SoldOut(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	const gatedWait = time.Second
+	e := newEnv(t, func(c *placement.Config) { c.GatedWait = gatedWait })
 	ctx := context.Background()
 
 	t.Run("fast_path_refuses_without_a_workflow", func(t *testing.T) {
@@ -153,7 +154,7 @@ func TestPlace_SoldOut(t *testing.T) {
 		}
 	})
 
-	t.Run("admission_gate_refuses_while_the_units_left_are_being_placed", func(t *testing.T) {
+	t.Run("admission_gate_waits_while_the_units_left_are_being_placed", func(t *testing.T) {
 		e.Stock(t, "GATE-1", 2, 100)
 		line := ordersaga.Line{SKU: "GATE-1", Qty: 1}
 		// Two placements of other requests hold the two units left in the gate's count (admitted for real: a
@@ -168,22 +169,70 @@ func TestPlace_SoldOut(t *testing.T) {
 		}
 		defer others[1].Done(ctx)
 		places := e.places.value()
-		if out := want(t, e.place("k-gate", "u-g", line), placement.Gated); out.SKU != "GATE-1" {
-			t.Errorf("outcome %+v does not name GATE-1", out)
+		// The request waits for them rather than answer sold out: one is decided (its units handed back, as a
+		// rejected order's are) while it waits, and the request gets the unit.
+		handedBack := make(chan time.Time, 1)
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			others[0].Done(ctx)
+			handedBack <- time.Now()
+		}()
+		r := want(t, e.place("k-gate", "u-g", line), placement.Reserved)
+		if answered, back := time.Now(), <-handedBack; answered.Before(back) {
+			t.Errorf("placed at %v, before the unit was handed back at %v", answered, back)
 		}
-		e.noKey(t, "u-g", "k-gate", "the gate")
+		if got := e.places.value(); got != places+1 {
+			t.Errorf("%d orders placed, want 1 (%s)", got-places, r.OrderID)
+		}
+		if n, err := e.Gate.Admitting(ctx, "GATE-1"); err != nil || n != 1 {
+			t.Errorf("units being placed after the answer: %d %v, want the other request's 1", n, err)
+		}
+	})
+
+	t.Run("admission_gate_answers_sold_out_only_once_the_units_are_gone", func(t *testing.T) {
+		e.Stock(t, "GATE-2", 1, 100)
+		line := ordersaga.Line{SKU: "GATE-2", Qty: 1}
+		other, sku, err := e.Gate.Admit(ctx, []ordersaga.Line{line}, time.Minute)
+		if err != nil || sku != "" {
+			t.Fatalf("admit another placement: %q %v", sku, err)
+		}
+		// The other placement reserves its unit (the counter drops) and then hands its count back, as a
+		// placement does when its order is reserved: only then is the waiting request told sold out.
+		reserved := make(chan time.Time, 1)
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			if _, err := e.Redis.Reserve(ctx, "o-gate-2-other", "u-other", "GATE-2", 1); err != nil {
+				t.Errorf("reserve of the other placement: %v", err)
+			}
+			reserved <- time.Now()
+			other.Done(ctx)
+		}()
+		out := want(t, e.place("k-gate-2", "u-g", line), placement.SoldOut)
+		if at, when := time.Now(), <-reserved; at.Before(when) || out.SKU != "GATE-2" {
+			t.Errorf("sold out of %q at %v, the unit reserved at %v", out.SKU, at, when)
+		}
+		e.noKey(t, "u-g", "k-gate-2", "the gate's wait")
+	})
+	t.Run("admission_gate_answers_gated_when_the_placements_stay_undecided", func(t *testing.T) {
+		e.Stock(t, "GATE-3", 1, 100)
+		line := ordersaga.Line{SKU: "GATE-3", Qty: 1}
+		other, sku, err := e.Gate.Admit(ctx, []ordersaga.Line{line}, time.Minute)
+		if err != nil || sku != "" {
+			t.Fatalf("admit another placement: %q %v", sku, err)
+		}
+		defer other.Done(ctx)
+		places := e.places.value()
+		asked := time.Now()
+		out := want(t, e.place("k-gate-3", "u-g", line), placement.Gated)
+		if waited := time.Since(asked); waited < gatedWait || out.SKU != "GATE-3" {
+			t.Errorf("gated on %q after %v, want on GATE-3 after the wait (%v)", out.SKU, waited, gatedWait)
+		}
 		if got := e.places.value(); got != places {
 			t.Errorf("the gate placed %d orders", got-places)
 		}
-		// A key without state is gated before the database (the markers are ready since the subtest above).
-		if n := e.countRows("idempotency_keys", "user_id = ?", "u-g"); n != 0 {
-			t.Errorf("the gate's refusal wrote %d idempotency rows, want 0", n)
-		}
-		// One of them is decided: the same key gets the unit, and its own count is gone once it is answered.
-		others[0].Done(ctx)
-		want(t, e.place("k-gate", "u-g", line), placement.Reserved)
-		if n, err := e.Gate.Admitting(ctx, "GATE-1"); err != nil || n != 1 {
-			t.Errorf("units being placed after the answer: %d %v, want the other request's 1", n, err)
+		e.noKey(t, "u-g", "k-gate-3", "the gate")
+		if n := e.countRows("idempotency_keys", "user_id = ? AND idem_key = ?", "u-g", "k-gate-3"); n != 0 {
+			t.Errorf("the gate's answer wrote %d idempotency rows, want 0", n)
 		}
 	})
 

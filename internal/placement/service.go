@@ -82,6 +82,9 @@ type Config struct {
 	// before it is answered Busy (0 = DefaultBusyWait). It holds nothing meanwhile; the wait spares a
 	// crowd of buyers who retry at once the work of turning each other away.
 	BusyWait time.Duration
+	// GatedWait is how long a request the admission gate refuses waits for the placements that count every unit
+	// left to decide, before it is answered Gated (0 = DefaultGatedWait; gate.go).
+	GatedWait time.Duration
 	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
 	Places Counter
 	// InFlight is the Update-with-Start calls in flight (at most MaxPlacing), Waiting the placements waiting
@@ -143,6 +146,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.BusyWait <= 0 {
 		cfg.BusyWait = DefaultBusyWait
+	}
+	if cfg.GatedWait <= 0 {
+		cfg.GatedWait = DefaultGatedWait
 	}
 	if cfg.InFlight == nil {
 		cfg.InFlight = noGauge{}

@@ -112,6 +112,13 @@ func TestBotsAgainstTheRealAPI(t *testing.T) {
 		if rep.BotRequests <= rep.Sent {
 			t.Errorf("bots sent %d orders in %d visits: a bot must order again after its answer", rep.BotRequests, rep.Sent)
 		}
+		logged := 0 // each order of a bot is a request of its own in the log (undersold_units)
+		for _, g := range rep.Snapshot.Places.Groups {
+			logged += len(g.SentUS)
+		}
+		if int64(logged) != rep.BotRequests {
+			t.Errorf("%d requests logged, bots sent %d", logged, rep.BotRequests)
+		}
 		keys := map[string]string{}
 		perUser := map[string]int{}
 		for _, o := range rep.Snapshot.Orders {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ordersaga/ordersaga"
 )
 
 // fire sends buyers for the configured duration: at Rate per second (open loop; a request that would
@@ -81,6 +83,8 @@ type plan struct {
 	concurrentDup    bool
 	// bot marks a bot's visit: it orders again after any answer (botAttempt gives each order its own key).
 	bot bool
+	// note is what the answers to the key said so far, for the request log (placelog.go).
+	note *placeNote
 }
 
 func (r *Runner) plan(seq int64) plan {
@@ -99,17 +103,19 @@ func (r *Runner) plan(seq int64) plan {
 		p.bot, p.userID, p.duplicate = true, fmt.Sprintf("fsb-%d", user), false
 	}
 	p.body = orderBody(p.userID, p.sku, r.cfg.Qty)
+	p.note = &placeNote{lines: []ordersaga.Line{{SKU: p.sku, Qty: r.cfg.Qty}}}
 	return p
 }
 
 // botAttempt is the k-th order of a bot's visit: the same user, SKU and body, a fresh Idempotency-Key.
 func (p plan) botAttempt(runID string, k int) plan {
 	p.key = fmt.Sprintf("fs-%s-%d-b%d", runID, p.seq, k)
+	p.note = &placeNote{lines: p.note.lines}
 	return p
 }
 
 // buyer places one order (and its duplicate, when drawn) and hands an accepted order to its follow-up; a
-// bot's visit goes to bot.
+// bot's visit goes to bot. The request is logged once its answers are in (by resolve when it asks again).
 func (r *Runner) buyer(ctx context.Context, seq int64) {
 	p := r.plan(seq)
 	r.sent.Add(1)
@@ -125,16 +131,22 @@ func (r *Runner) buyer(ctx context.Context, seq int64) {
 		wg.Go(func() { r.resend(ctx, p) })
 		r.place(ctx, p, false)
 		wg.Wait()
+		r.places.done(p.note)
 		return
 	}
+	later := false
 	if a, ok := r.place(ctx, p, false); !ok && unknownOutcome(a) && ctx.Err() == nil {
 		// The order may exist without the run knowing: ask again after the firing, as a client comes back.
 		r.mu.Lock()
 		r.unresolved = append(r.unresolved, p)
 		r.mu.Unlock()
+		later = true
 	}
 	if p.duplicate {
 		r.resend(ctx, p)
+	}
+	if !later {
+		r.places.done(p.note)
 	}
 }
 
@@ -154,7 +166,9 @@ func (r *Runner) bot(ctx context.Context, p plan) {
 			r.mu.Lock()
 			r.unresolved = append(r.unresolved, q)
 			r.mu.Unlock()
+			continue // logged by resolve
 		}
+		r.places.done(q.note)
 	}
 }
 
@@ -163,12 +177,18 @@ func unknownOutcome(a Answer) bool { return a.Status == 0 || a.Status >= 500 }
 
 // resolve asks again, with the same key, for every buyer whose request got no usable answer, so that every
 // order the API created is known and followed: up to three passes a few seconds apart, all bounded by
-// QuietTimeout (an overloaded stack may not answer at all). It returns how many stay unknown.
+// QuietTimeout (an overloaded stack may not answer at all). It returns how many stay unknown, and logs every
+// request it was given, answered or not.
 func (r *Runner) resolve(ctx context.Context) int {
 	r.mu.Lock()
 	todo := r.unresolved
 	r.unresolved = nil
 	r.mu.Unlock()
+	defer func(all []plan) {
+		for _, p := range all {
+			r.places.done(p.note)
+		}
+	}(todo)
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.QuietTimeout)
 	defer cancel()
 	for pass := 0; pass < 3 && len(todo) > 0; pass++ {
@@ -224,23 +244,15 @@ func (r *Runner) resend(ctx context.Context, p plan) {
 	}
 }
 
-// place sends one POST /v1/orders and records it; ok is true on 201.
+// place sends one POST /v1/orders and records it (its times and answer in p's note); ok is true on 201.
 func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
+	sent := r.places.since()
 	a, o, err := r.c.PlaceOrder(ctx, p.key, p.body)
-	out := OutError
-	switch {
-	case err != nil:
-	case a.Status == http.StatusCreated:
-		out = OutAccepted
-	case a.Status == http.StatusConflict && soldOut(a.Problem):
-		out = OutSoldOut
-	case a.Status == http.StatusConflict && limitExceeded(a.Problem):
-		out = OutLimitExceeded // the user holds its limit of the SKU: a normal answer, not an error
-	case dup && a.Status == http.StatusConflict:
-		out = OutDuplicate // the first is still deciding: expected for a racing resend
-	}
-	if dup && out != OutError {
-		out = OutDuplicate
+	// Sold out and the limit are normal answers, not errors (limit exceeded: the user holds its limit of the SKU).
+	out := placeOutcome(a, err)
+	r.places.answered(p.note, sent, r.places.since(), out, a.Problem.SKU)
+	if dup && (out != OutError || err == nil && a.Status == http.StatusConflict) {
+		out = OutDuplicate // a resend; a 409 that refuses nothing is the first still deciding, expected when racing
 	}
 	if out == OutError && ctx.Err() != nil {
 		return a, false // the run is stopping (or the resolution's time is up): not the stack's error

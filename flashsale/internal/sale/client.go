@@ -69,6 +69,8 @@ type Problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
+	// SKU is the SKU a sold-out or limit-exceeded answer names (the undersold check judges that line).
+	SKU string `json:"sku,omitempty"`
 }
 
 // soldOut reports whether the problem is the sold-out kind (the last path element of its type names the kind).

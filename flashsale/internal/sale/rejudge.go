@@ -29,7 +29,8 @@ func ReadReport(dir string) (*Report, error) {
 // stack can take longer than --quiet-timeout to drain): it reads the run's SKUs and every order that was not
 // final anew from the API at cfg.Target, and the database when cfg (or opts.DB) names one, and judges the
 // same orders and payments again. Only cfg.Target, cfg.Grace, the database, cfg.RequestTimeout and the
-// refund provider's cfg.ProviderURL (--provider) and cfg.ProviderCheck (--provider-check) are used.
+// refund provider's cfg.ProviderURL (--provider) and cfg.ProviderCheck (--provider-check) are used. The order
+// requests are judged as the run logged them: they are history, not state.
 func Rejudge(ctx context.Context, cfg Config, opts Options, rep *Report) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -47,6 +48,10 @@ func Rejudge(ctx context.Context, cfg Config, opts Options, rep *Report) (*Repor
 	}
 	defer r.c.Close()
 	r.cfg.Stock, r.cfg.PerUserLimit = rep.Snapshot.SKUs[0].Initial, rep.Snapshot.SKUs[0].PerUserLimit
+	r.startAvail = make(map[string]*int64, len(rep.Snapshot.SKUs))
+	for _, sku := range rep.Snapshot.SKUs {
+		r.startAvail[sku.SKU] = sku.StartAvailable
+	}
 	for i := range rep.Snapshot.Orders {
 		o := rep.Snapshot.Orders[i]
 		r.orders[o.OrderID] = &o
@@ -82,6 +87,7 @@ func Rejudge(ctx context.Context, cfg Config, opts Options, rep *Report) (*Repor
 	if err := r.readProvider(ctx, &snap, checkProvider, skipped); err != nil {
 		return nil, err
 	}
+	snap.Places = rep.Snapshot.Places // the run's requests, as they were sent and answered
 	out := *rep
 	out.Snapshot, out.Final, out.Verdict = snap, snap.SKUs, Check(snap)
 	out.Rejudged = opts.Now().UTC()

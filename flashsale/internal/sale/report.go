@@ -214,6 +214,9 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	for _, u := range rep.Verdict.UserLimits {
 		fmt.Fprintf(w, "  per-user limit (%s) %s\n", u.Source, u.text())
 	}
+	if n := rep.Verdict.SoldOutJudged; n > 0 {
+		fmt.Fprintf(w, "  sold out: %d answers judged against the units the requests sent before each could hold (%s=%d)\n", n, CheckUndersold, rep.Verdict.UndersoldUnits)
+	}
 	if t := rep.Verdict.Refunds; t != nil {
 		fmt.Fprintf(w, "  refunds %s\n", t.text())
 	}

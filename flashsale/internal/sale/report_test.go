@@ -208,3 +208,35 @@ func TestReportShowsThePerUserLimit(t *testing.T) {
 		t.Errorf("summary of a run without a limit:\n%s", s2.String())
 	}
 }
+
+// A sold-out answer given while units were free: the summary and the page name the check, the SKU and how
+// many answers were judged; report.json keeps the request log for --rejudge.
+func TestReportShowsUndersold(t *testing.T) {
+	rep := sampleReport(t)
+	a1 := lines(of("A", 1))
+	undersold := runOf(map[string]int64{"A": 100}, reqs(60, 0, 80, OutAccepted, a1), []req{soldOutAt(100, 105, "A", a1)})
+	rep.Snapshot.Places = undersold.Places
+	rep.Snapshot.SKUs[0].Initial = 100
+	rep.Verdict = Check(rep.Snapshot)
+	var sum bytes.Buffer
+	rep.WriteSummary(&sum)
+	for _, want := range []string{"undersold_units=40", "sold out: 1 answers judged", "[api/undersold_units] sku A: 1 sold-out answers while units were free",
+		"at most 60 of 100 units could be held or sold", "FAILED"} {
+		if !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum.String())
+		}
+	}
+	var page bytes.Buffer
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<td>undersold_units</td>", "undersold_units judged 1 sold-out answers"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	back, _, _ := writeAndReadBack(t, rep)
+	if again := Check(back.Snapshot); again.UndersoldUnits != 40 || back.Verdict.SoldOutJudged != 1 {
+		t.Errorf("from report.json: undersold_units %d, judged %d", again.UndersoldUnits, back.Verdict.SoldOutJudged)
+	}
+}

@@ -78,6 +78,20 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	if rep.Counts["error"] != 0 {
 		t.Errorf("%d errors: %v %v", rep.Counts["error"], rep.Errors, rep.ErrorSamples)
 	}
+	// Every buyer's request is in the log, once whatever its resends, and the sale's sold-out answers were
+	// judged (undersold_units 0 means something only then): none came while units were provably free.
+	logged := 0
+	if rep.Snapshot.Places != nil {
+		for _, g := range rep.Snapshot.Places.Groups {
+			logged += len(g.SentUS)
+		}
+	}
+	if int64(logged) != rep.Sent {
+		t.Errorf("%d requests logged, %d buyers sent", logged, rep.Sent)
+	}
+	if v := rep.Verdict; v.UndersoldUnits != 0 || v.SoldOutJudged == 0 || int64(v.SoldOutJudged) > rep.Counts["sold_out"] {
+		t.Errorf("undersold_units %d, sold-out answers judged %d of %d", v.UndersoldUnits, v.SoldOutJudged, rep.Counts["sold_out"])
+	}
 	if rep.Payments["late"]["refunded"] == 0 || rep.Orders[sale.ActionExpire]["EXPIRED"] == 0 {
 		t.Errorf("late payments %v, expiring orders %v", rep.Payments["late"], rep.Orders[sale.ActionExpire])
 	}
@@ -117,7 +131,9 @@ func TestShortFlashSaleKeepsEveryInvariant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Verdict.OK() || again.Rejudged.IsZero() || len(again.Snapshot.Orders) != len(rep.Snapshot.Orders) {
-		t.Errorf("rejudged: OK=%v %+v, %d orders (run: %d)", again.Verdict.OK(), again.Verdict.Counts, len(again.Snapshot.Orders), len(rep.Snapshot.Orders))
+	if !again.Verdict.OK() || again.Rejudged.IsZero() || len(again.Snapshot.Orders) != len(rep.Snapshot.Orders) ||
+		again.Verdict.SoldOutJudged != rep.Verdict.SoldOutJudged {
+		t.Errorf("rejudged: OK=%v %+v, %d orders (run: %d), %d sold-out answers judged (run: %d)", again.Verdict.OK(), again.Verdict.Counts,
+			len(again.Snapshot.Orders), len(rep.Snapshot.Orders), again.Verdict.SoldOutJudged, rep.Verdict.SoldOutJudged)
 	}
 }

@@ -63,6 +63,10 @@ type Runner struct {
 	// cancels it when its time is up.
 	follow     context.Context
 	stopFollow context.CancelFunc
+	// places logs every order request from the start of the firing (placelog.go); startAvail is each SKU's
+	// redis_available as the PUT that set its stock answered.
+	places     *placeLog
+	startAvail map[string]*int64
 
 	mu     sync.Mutex
 	orders map[string]*OrderSnapshot // by order ID, every order answered 201
@@ -123,13 +127,17 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	}
 	started := opts.Now()
 	r.stats = NewStats(started)
+	r.startAvail = make(map[string]*int64, len(r.skus))
 	for _, sku := range r.skus {
-		if _, err := r.c.PutInventory(ctx, sku, cfg.Stock, cfg.PriceCents, cfg.PerUserLimit); err != nil {
+		inv, err := r.c.PutInventory(ctx, sku, cfg.Stock, cfg.PriceCents, cfg.PerUserLimit)
+		if err != nil {
 			return nil, fmt.Errorf("set stock: %w", err)
 		}
+		r.startAvail[sku] = inv.RedisAvailable
 	}
 
 	r.fireStart = opts.Now()
+	r.places = newPlaceLog()
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var bgWG sync.WaitGroup
 	bgWG.Go(func() { r.sample(bg) })
@@ -209,7 +217,7 @@ func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
 	s.UnknownOutcomes = r.unknown
 	r.mu.Unlock()
 	for _, sku := range r.skus {
-		ss := SKUSnapshot{SKU: sku, Initial: r.cfg.Stock, PerUserLimit: r.cfg.PerUserLimit}
+		ss := SKUSnapshot{SKU: sku, Initial: r.cfg.Stock, PerUserLimit: r.cfg.PerUserLimit, StartAvailable: r.startAvail[sku]}
 		if inv, err := r.c.GetInventory(ctx, sku); err == nil {
 			ss.API = &inv
 		} else {
@@ -217,6 +225,7 @@ func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
 		}
 		s.SKUs = append(s.SKUs, ss)
 	}
+	s.Places = r.places.snapshot()
 	r.mu.Lock()
 	for _, id := range r.order {
 		o := *r.orders[id]

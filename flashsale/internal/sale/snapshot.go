@@ -6,8 +6,9 @@ import (
 	"github.com/ordersaga/ordersaga"
 )
 
-// Snapshot is everything the verdict is judged on: the API's view of the run (inventory, every order the
-// run placed, every webhook answer) and, when the tool was given the database, the database's view.
+// Snapshot is everything the verdict is judged on: the API's view of the run (inventory, every order request
+// the run sent and every order it placed, every webhook answer) and, when the tool was given the database, the
+// database's view.
 // Check is a pure function of it, so tests can doctor one.
 type Snapshot struct {
 	TakenAt time.Time `json:"taken_at"`
@@ -21,7 +22,10 @@ type Snapshot struct {
 	SKUs            []SKUSnapshot     `json:"skus"`
 	Orders          []OrderSnapshot   `json:"orders"`
 	Payments        []PaymentSnapshot `json:"payments"`
-	DB              *DBSnapshot       `json:"db,omitempty"`
+	// Places is every order request the run sent, when and how it was answered (nil in a report of a flashsale
+	// from before the log: the undersold check then judges nothing).
+	Places *PlaceLog   `json:"places,omitempty"`
+	DB     *DBSnapshot `json:"db,omitempty"`
 	// Provider is the refund provider's report, read once no refund of the run was left to send; nil when the
 	// refunds at the provider were not checked (ProviderSkipped says why, unless --provider-check off).
 	Provider        *ProviderReport `json:"provider,omitempty"`
@@ -34,8 +38,12 @@ type SKUSnapshot struct {
 	SKU     string `json:"sku"`
 	Initial int64  `json:"initial"`
 	// PerUserLimit is the per-user limit the run set (0 = none): no user may hold more units of the SKU.
-	PerUserLimit int64                    `json:"per_user_limit,omitempty"`
-	API          *ordersaga.InventoryBody `json:"api,omitempty"`
+	PerUserLimit int64 `json:"per_user_limit,omitempty"`
+	// StartAvailable is redis_available as the PUT that set the stock answered: the stock less the holds left
+	// by orders from before the run (a SKU of another run's, --sku-prefix), which the run's requests cannot
+	// account for. nil when Redis had not loaded the SKU, and in a report from before the field.
+	StartAvailable *int64                   `json:"start_available,omitempty"`
+	API            *ordersaga.InventoryBody `json:"api,omitempty"`
 }
 
 // Order actions the run takes on an accepted order.

@@ -20,6 +20,7 @@ const (
 	CheckState      = "state_errors"
 	CheckCacheDrift = "cache_drift"
 	CheckOverLimit  = "over_limit_units"
+	CheckUndersold  = "undersold_units"
 
 	// The refunds at the provider (verdict_refunds.go), checked when the run reads the provider's report.
 	CheckRefundsUnsent        = "refunds_unsent"
@@ -67,6 +68,10 @@ type Counts struct {
 	// OverLimitUnits: units of a SKU one user holds beyond the SKU's per-user limit, summed over the users
 	// (RESERVING, AWAITING_PAYMENT and PAID orders count; only when the run set a limit).
 	OverLimitUnits int64 `json:"over_limit_units"`
+	// UndersoldUnits: units a buyer was told were sold out while they were provably free — neither held nor
+	// sold whatever every request sent before the answer did (verdict_undersold.go); per SKU the most at one
+	// such answer, summed over the SKUs.
+	UndersoldUnits int64 `json:"undersold_units"`
 	// RefundsUnsent: refunds recorded on the run's orders still neither sent to the provider nor refused by
 	// it after the wait (checked against the provider only).
 	RefundsUnsent int64 `json:"refunds_unsent"`
@@ -107,6 +112,8 @@ func (c *Counts) field(check string) *int64 {
 		return &c.CacheDrift
 	case CheckOverLimit:
 		return &c.OverLimitUnits
+	case CheckUndersold:
+		return &c.UndersoldUnits
 	case CheckRefundsUnsent:
 		return &c.RefundsUnsent
 	case CheckRefundsNotAtProvider:
@@ -140,7 +147,7 @@ func (c *Counts) add(check string, n int64) {
 
 // AllChecks lists the checks in report order.
 var AllChecks = []string{CheckOversold, CheckLost, CheckDuplicate, CheckStuck, CheckRefund, CheckUnsettled, CheckState, CheckCacheDrift, CheckOverLimit,
-	CheckRefundsUnsent, CheckRefundsNotAtProvider, CheckRefundsUnknown, CheckRefundsTwice, CheckRefundAmountMismatch, CheckRefundRefMismatch, CheckRefundsRefused}
+	CheckUndersold, CheckRefundsUnsent, CheckRefundsNotAtProvider, CheckRefundsUnknown, CheckRefundsTwice, CheckRefundAmountMismatch, CheckRefundRefMismatch, CheckRefundsRefused}
 
 // Finding is one violation, with what it is about.
 type Finding struct {
@@ -166,6 +173,9 @@ type Verdict struct {
 	Money []MoneyTotals `json:"money"`
 	// UserLimits is what the per-user limit check saw, per source (only when the run set a limit).
 	UserLimits []UserLimitTotals `json:"user_limits,omitempty"`
+	// SoldOutJudged is the sold-out answers the undersold check judged (0 when there were none, or the snapshot
+	// has no request log): a clean undersold_units means something only when it is not 0.
+	SoldOutJudged int `json:"sold_out_judged"`
 	// Refunds is what the check of the refunds at the provider saw (nil when it did not run).
 	Refunds *RefundTotals `json:"refunds,omitempty"`
 	// RefundsNotChecked says why the refunds at the provider were not checked ("" when they were, or when

@@ -59,6 +59,9 @@ func checkAPI(j *judge, s Snapshot) {
 		}
 	}
 
+	// Sold-out answers given while units were free, from the requests the run sent.
+	checkUndersold(j, s)
+
 	// The per-user limit, from the orders the run placed (their status as last read).
 	checkUserLimit(j, s, SourceAPI, holdings(s.Orders, func(o OrderSnapshot) string { return o.UserID }, ordStatus,
 		func(o OrderSnapshot) string { return o.OrderID }, ordLines))
