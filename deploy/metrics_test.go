@@ -3,11 +3,11 @@ package deploy_test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // TestDeployQueries_NameOnlyWhatTheProcessesExport starts the worker and the starter as the compose stack runs
@@ -47,8 +47,11 @@ func TestDeployQueries_NameOnlyWhatTheProcessesExport(t *testing.T) {
 	if err := s.redis.SetAvailable(context.Background(), drifted, 9); err != nil {
 		t.Fatal(err)
 	}
-	if sum := s.reconcile(t); !strings.Contains(sum, "repairs=1") {
-		t.Fatalf("reconciliation: %s, want the drifted counter repaired", sum)
+	// The stack's reconciliation Schedule may run first and repair it: either run's repair counts, as long as
+	// one was written down (stock_anomalies, avail_over) and the counter is back in line.
+	sum := s.reconcile(t)
+	if !repairedOnce(t, s, drifted) {
+		t.Fatalf("reconciliation: %s, and no run repaired the drifted counter", sum)
 	}
 	s.stuckStep(t)
 
@@ -71,4 +74,22 @@ func TestDeployQueries_NameOnlyWhatTheProcessesExport(t *testing.T) {
 		t.Error(p)
 	}
 	t.Logf("%d queries checked against the worker's and the starter's /metrics", len(queries))
+}
+
+// repairedOnce reports whether a reconciliation run set sku's drifted counter back to the database's stock.
+func repairedOnce(t *testing.T, s *metricsStack, sku string) bool {
+	t.Helper()
+	rows, err := s.store.Anomalies(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repaired := false
+	for _, r := range rows {
+		repaired = repaired || r.SKU == sku && r.Kind == sqlstore.KindAvailOver && r.Action == sqlstore.ActionSetAvail
+	}
+	avail, _, err := s.redis.Available(context.Background(), sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repaired && avail == 5
 }
