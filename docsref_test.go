@@ -6,11 +6,13 @@ import (
 	"go/build"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -284,6 +286,19 @@ func isStdPackage(s string) bool {
 	if strings.Contains(first, ".") {
 		return false
 	}
-	fi, err := os.Stat(filepath.Join(build.Default.GOROOT, "src", filepath.FromSlash(strings.TrimSuffix(s, "/"))))
+	fi, err := os.Stat(filepath.Join(goroot(), "src", filepath.FromSlash(strings.TrimSuffix(s, "/"))))
 	return err == nil && fi.IsDir()
 }
+
+// goroot is the Go installation's root: a test binary built with -trimpath (CI) does not know it
+// (build.Default.GOROOT is empty), so the go command is asked.
+var goroot = sync.OnceValue(func() string {
+	if build.Default.GOROOT != "" {
+		return build.Default.GOROOT
+	}
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+})
