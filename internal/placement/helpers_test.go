@@ -144,3 +144,14 @@ func atOnce(n int, place func(i int) placement.Outcome) []placement.Outcome {
 	wg.Wait()
 	return outs
 }
+
+// admitOther counts line's units in the admission gate as another request's placement would (admitted for real:
+// a count without a live process behind it is reaped); the caller hands them back with Done.
+func (e *env) admitOther(t *testing.T, line ordersaga.Line) *admission.Admission {
+	t.Helper()
+	adm, sku, err := e.Gate.Admit(context.Background(), []ordersaga.Line{line}, time.Minute)
+	if err != nil || sku != "" {
+		t.Fatalf("admit another placement: %q %v", sku, err)
+	}
+	return adm
+}

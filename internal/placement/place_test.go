@@ -161,11 +161,7 @@ func TestPlace_SoldOut(t *testing.T) {
 		// count without a live process behind it is reaped).
 		var others []*admission.Admission
 		for range 2 {
-			adm, sku, err := e.Gate.Admit(ctx, []ordersaga.Line{line}, time.Minute)
-			if err != nil || sku != "" {
-				t.Fatalf("admit another placement: %q %v", sku, err)
-			}
-			others = append(others, adm)
+			others = append(others, e.admitOther(t, line))
 		}
 		defer others[1].Done(ctx)
 		places := e.places.value()
@@ -192,10 +188,7 @@ func TestPlace_SoldOut(t *testing.T) {
 	t.Run("admission_gate_answers_sold_out_only_once_the_units_are_gone", func(t *testing.T) {
 		e.Stock(t, "GATE-2", 1, 100)
 		line := ordersaga.Line{SKU: "GATE-2", Qty: 1}
-		other, sku, err := e.Gate.Admit(ctx, []ordersaga.Line{line}, time.Minute)
-		if err != nil || sku != "" {
-			t.Fatalf("admit another placement: %q %v", sku, err)
-		}
+		other := e.admitOther(t, line)
 		// The other placement reserves its unit (the counter drops) and then hands its count back, as a
 		// placement does when its order is reserved: only then is the waiting request told sold out.
 		reserved := make(chan time.Time, 1)
@@ -216,10 +209,7 @@ func TestPlace_SoldOut(t *testing.T) {
 	t.Run("admission_gate_answers_gated_when_the_placements_stay_undecided", func(t *testing.T) {
 		e.Stock(t, "GATE-3", 1, 100)
 		line := ordersaga.Line{SKU: "GATE-3", Qty: 1}
-		other, sku, err := e.Gate.Admit(ctx, []ordersaga.Line{line}, time.Minute)
-		if err != nil || sku != "" {
-			t.Fatalf("admit another placement: %q %v", sku, err)
-		}
+		other := e.admitOther(t, line)
 		defer other.Done(ctx)
 		places := e.places.value()
 		asked := time.Now()
