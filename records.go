@@ -100,6 +100,8 @@ type SKUTruth struct {
 	Known bool
 	// PerUserLimit is the SKU's per-user limit (0: none).
 	PerUserLimit int64
+	// Shards is the number of Redis counters the SKU's stock is split over (stock_shards; 0 or 1: one).
+	Shards int
 	// Deducted are the orders (among those asked about and those with ledger rows newer than the watermark)
 	// whose DEDUCT of the SKU stands, i.e. is not restored: their units are out of db.stock.
 	Deducted []string

@@ -47,6 +47,8 @@ type LineInput struct {
 	// Sold (release only) says the database kept the order's units sold (its restore answered Sold: the
 	// order is PAID), so a confirmed hold is not given back.
 	Sold bool
+	// Shards is the SKU's shard count fixed for the order (workflows.OrderInput.Shards; 0 or 1: not split).
+	Shards int `json:",omitempty"`
 }
 
 // RestoreInput is the compensation of an order's deduct.
@@ -59,6 +61,8 @@ type RestoreInput struct {
 type ConfirmInput struct {
 	OrderID string
 	SKUs    []string
+	// Shards is the order's shard count of each split SKU (workflows.OrderInput.Shards).
+	Shards map[string]int `json:",omitempty"`
 }
 
 // DeductInput is what DeductOrder takes: the order's deduct and the holds to drop once it committed.
@@ -67,6 +71,8 @@ type DeductInput struct {
 	// ConfirmHolds names the lines whose Redis holds DeductOrder drops once the deduct committed (the lines
 	// the reserve held in Redis); empty, it drops none and the workflow confirms them itself (ConfirmLines).
 	ConfirmHolds []string
+	// Shards is the order's shard count of each split SKU (workflows.OrderInput.Shards).
+	Shards map[string]int `json:",omitempty"`
 }
 
 // confirmBudget bounds the confirm that follows a committed deduct in DeductOrder: the deduct's answer does not
@@ -117,7 +123,7 @@ func (a *Activities) ReserveLine(ctx context.Context, in LineInput) (ordersaga.R
 		return "", nonRetryable(ErrTypeBadInput, fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", in.OrderID, in.SKU, in.Qty))
 	}
 	r := reconcile.Reserver{Redis: a.Redis, Store: a.Store, DBFallback: a.DBFallback, Metrics: a.Metrics, State: &a.fallback}
-	out, err := r.Reserve(ctx, in.OrderID, in.UserID, in.SKU, in.Qty)
+	out, err := r.Reserve(ctx, in.Shards, in.OrderID, in.UserID, in.SKU, in.Qty)
 	if errors.Is(err, ordersaga.ErrNotLoaded) {
 		return "", failNotLoaded(in, err)
 	}
@@ -150,11 +156,11 @@ func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ordersaga.R
 			return "", err
 		}
 	}
-	release := a.Redis.Release
+	release := a.Redis.ReleaseIn
 	if sold {
-		release = a.Redis.ReleaseUnsold
+		release = a.Redis.ReleaseUnsoldIn
 	}
-	out, err := release(ctx, in.OrderID, in.UserID, in.SKU)
+	out, err := release(ctx, in.Shards, in.OrderID, in.UserID, in.SKU)
 	if err != nil {
 		return "", err
 	}
@@ -166,12 +172,12 @@ func (a *Activities) ReleaseLine(ctx context.Context, in LineInput) (ordersaga.R
 
 // ConfirmLines drops the holds of an order whose deduct committed.
 func (a *Activities) ConfirmLines(ctx context.Context, in ConfirmInput) error {
-	return a.confirm(ctx, in.OrderID, in.SKUs)
+	return a.confirm(ctx, in.OrderID, in.SKUs, in.Shards)
 }
 
-func (a *Activities) confirm(ctx context.Context, orderID string, skus []string) error {
+func (a *Activities) confirm(ctx context.Context, orderID string, skus []string, shards map[string]int) error {
 	for _, sku := range skus {
-		if _, err := a.Redis.Confirm(ctx, orderID, sku); err != nil {
+		if _, err := a.Redis.ConfirmIn(ctx, shards[sku], orderID, sku); err != nil {
 			return fmt.Errorf("confirm %s: %w", sku, err)
 		}
 	}
@@ -193,7 +199,7 @@ func (a *Activities) DeductOrder(ctx context.Context, in DeductInput) (ordersaga
 	if len(in.ConfirmHolds) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, confirmBudget)
 		defer cancel()
-		if err := a.confirm(cctx, in.OrderID, in.ConfirmHolds); err != nil {
+		if err := a.confirm(cctx, in.OrderID, in.ConfirmHolds, in.Shards); err != nil {
 			activity.GetLogger(ctx).Warn("confirm holds failed; reconciliation will confirm them", "order_id", in.OrderID, "error", err)
 		}
 	}

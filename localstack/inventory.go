@@ -53,8 +53,8 @@ func prepareInventory(ctx context.Context, store *sqlstore.Store, rs *redisstock
 		if loaded {
 			continue
 		}
-		// Counter = stock − holds (none in a fresh Redis): what the reconciliation would set.
-		if _, _, err := rs.Load(ctx, row.SKU, row.Stock); err != nil {
+		// What the reconciliation would set, every shard of a split SKU too (the loads' rule, under the row's lock).
+		if err := reconcile.LoadStock(ctx, store, rs, row.SKU); err != nil {
 			return nil, err
 		}
 	}

@@ -59,6 +59,10 @@ type OrderInput struct {
 	// StuckAfter is the window of each step of the order that must succeed (0 = StuckAfter, at most
 	// MaxStuckAfter). Tests shorten it instead of waiting two minutes.
 	StuckAfter time.Duration
+	// Shards is, per SKU whose Redis stock is split, its shard count when the order was placed: fixed for the
+	// order's life, since every step of the order walks the same shards (redisstock/shards.go). A SKU not in
+	// it is not split (the histories of workflows started before splits existed have none).
+	Shards map[string]int `json:",omitempty"`
 }
 
 // PaymentSignal is a payment the provider reported for an order.

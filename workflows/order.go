@@ -184,7 +184,7 @@ func (w *orderWorkflow) reserve(ctx workflow.Context) error {
 	futures := make([]workflow.Future, len(w.order.Lines))
 	for i, l := range w.order.Lines {
 		futures[i] = workflow.ExecuteLocalActivity(actx, acts.ReserveLine,
-			activities.LineInput{OrderID: w.in.OrderID, UserID: w.in.UserID, SKU: l.SKU, Qty: l.Qty})
+			activities.LineInput{OrderID: w.in.OrderID, UserID: w.in.UserID, SKU: l.SKU, Qty: l.Qty, Shards: w.in.Shards[l.SKU]})
 	}
 	w.reserveStarted = true
 	var first error
@@ -213,7 +213,7 @@ func (w *orderWorkflow) deduct(ctx workflow.Context) error {
 		OrderID: w.in.OrderID, UserID: w.in.UserID, Currency: w.in.Currency, PayBy: payBy, Lines: w.order.Lines,
 	}}
 	if w.in.ConfirmInDeduct {
-		in.ConfirmHolds = w.held
+		in.ConfirmHolds, in.Shards = w.held, w.in.Shards
 	}
 	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, deductOptions), acts.DeductOrder, in).Get(ctx, &res)
 	if err != nil {
@@ -258,7 +258,7 @@ func (w *orderWorkflow) noteBusinessFailure(err error, sku string) {
 // holds hash, reconciliation drops it), so the order goes on either way.
 func (w *orderWorkflow) confirm(ctx workflow.Context) {
 	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, confirmOptions), acts.ConfirmLines,
-		activities.ConfirmInput{OrderID: w.in.OrderID, SKUs: lineSKUs(w.order.Lines)}).Get(ctx, nil)
+		activities.ConfirmInput{OrderID: w.in.OrderID, SKUs: lineSKUs(w.order.Lines), Shards: w.in.Shards}).Get(ctx, nil)
 	if err != nil {
 		w.logger.Warn("confirm holds failed; reconciliation will drop them", "error", err)
 	}
@@ -308,7 +308,8 @@ func (w *orderWorkflow) compensate(ctx workflow.Context) {
 		releases := make([]*step, len(w.order.Lines))
 		for i, l := range w.order.Lines {
 			releases[i] = w.steps.start(ctx, acts.ReleaseLine,
-				activities.LineInput{OrderID: w.in.OrderID, UserID: w.in.UserID, SKU: l.SKU, Qty: l.Qty, Sold: sold[l.SKU]})
+				activities.LineInput{OrderID: w.in.OrderID, UserID: w.in.UserID, SKU: l.SKU, Qty: l.Qty, Sold: sold[l.SKU],
+					Shards: w.in.Shards[l.SKU]})
 		}
 		for i, r := range releases {
 			if err := r.get(nil); err != nil {

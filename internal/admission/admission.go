@@ -125,11 +125,12 @@ func (r *Gate) Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Durat
 	for _, line := range lines {
 		key, by := r.rs.AdmittingKey(line.SKU), r.rs.AdmittersKey(line.SKU)
 		var (
-			avail *redis.StringCmd
-			count *redis.IntCmd
+			avail, shards *redis.StringCmd
+			count         *redis.IntCmd
 		)
 		_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			avail = p.Get(ctx, r.rs.AvailKey(line.SKU))
+			shards = p.Get(ctx, r.rs.ShardsKey(line.SKU))
 			count = p.IncrBy(ctx, key, line.Qty)
 			p.HIncrBy(ctx, by, l.owner, line.Qty)
 			p.Set(ctx, r.rs.AdmissionLeaseKey(line.SKU, l.owner), 1, l.lease)
@@ -142,6 +143,13 @@ func (r *Gate) Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Durat
 			return nil, "", fmt.Errorf("admit %s: %w", line.SKU, err)
 		}
 		left, aerr := avail.Int64()
+		if n, serr := shards.Int(); aerr == nil && serr == nil && n > 1 {
+			// A split SKU's units left are its shards' counters together (read after the count: a unit moved
+			// between two shards meanwhile may be missed, which only refuses).
+			var more int64
+			more, aerr = r.rs.OtherShardsAvailable(ctx, line.SKU, n)
+			left += more
+		}
 		admitted := aerr == nil && count.Val() <= left
 		if admitted {
 			a.lines = append(a.lines, line)

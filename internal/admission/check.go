@@ -44,6 +44,9 @@ type FastCheck struct {
 	// GatedSKU is, when no line is sold out, the first line's SKU whose units left are all counted as being
 	// placed by other requests (inv:{SKU}:admitting): Admit would refuse it now.
 	GatedSKU string
+	// Shards is, per line's SKU whose stock Redis has split (redisstock.ShardsKey), its shard count: the
+	// units left are the sum of the shards' counters, and the order placed walks that many shards.
+	Shards map[string]int
 }
 
 // Gate reports whether the admission gate may refuse without asking Admit: a key without state, and every
@@ -203,7 +206,7 @@ func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 	var (
 		ready     *redis.IntCmd
 		claimed   = make([]*redis.IntCmd, len(batch))
-		avail     = map[string]*redis.StringCmd{}
+		avail     = map[string]*shardReads{}
 		admitting = map[string]*redis.StringCmd{}
 		limits    = map[string]*redis.StringCmd{}
 	)
@@ -217,7 +220,7 @@ func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 			req.held = make([]*redis.StringSliceCmd, len(req.lines))
 			for j, l := range req.lines {
 				if avail[l.SKU] == nil {
-					avail[l.SKU] = p.Get(ctx, r.rs.AvailKey(l.SKU))
+					avail[l.SKU] = seen.readShards(ctx, p, r.rs, l.SKU)
 					admitting[l.SKU] = p.Get(ctx, r.rs.AdmittingKey(l.SKU))
 					limits[l.SKU] = p.Get(ctx, r.rs.LimitKey(l.SKU))
 				}
@@ -269,7 +272,60 @@ type skuMemory struct {
 	skus map[string]skuSeen // only SKUs Redis has a counter of: no larger than the catalog
 }
 
-type skuSeen struct{ avail, limit int64 }
+type skuSeen struct {
+	avail, limit int64
+	shards       int // the SKU's shard count (1: not split), whose counters the next trip reads
+}
+
+// shardReads are a trip's reads of one SKU's units left: its shard count and the counter of each shard the
+// trip knew of (shard 0, the SKU's own, first).
+type shardReads struct {
+	shards *redis.StringCmd
+	avail  []*redis.StringCmd
+}
+
+// readShards queues the reads of a SKU's units left: as many shards' counters as the last trip saw. Called
+// with mu held.
+func (m *skuMemory) readShards(ctx context.Context, p redis.Pipeliner, rs *redisstock.Store, sku string) *shardReads {
+	n := max(m.skus[sku].shards, 1)
+	sr := &shardReads{shards: p.Get(ctx, rs.ShardsKey(sku)), avail: make([]*redis.StringCmd, n)}
+	for i := range n {
+		sr.avail[i] = p.Get(ctx, rs.AvailKey(redisstock.ShardName(sku, i)))
+	}
+	return sr
+}
+
+// errShardsNotRead is a read of a SKU whose shard count is not the one its counters were read for.
+var errShardsNotRead = errors.New("check order: the shards' counters were not read")
+
+// sum is the SKU's units left: Σ of its shards' counters (redis.Nil when shard 0 has none: not loaded; a
+// missing shard other than 0 counts 0), and its shard count; errShardsNotRead when the trip read the
+// counters of another count of shards than Redis says.
+func (sr *shardReads) sum() (int64, int, error) {
+	n, err := sr.shards.Int()
+	switch {
+	case errors.Is(err, redis.Nil):
+		n, err = 1, nil
+	case err != nil:
+		return 0, 0, err
+	}
+	n = max(n, 1)
+	if n != len(sr.avail) {
+		return 0, n, errShardsNotRead
+	}
+	var total int64
+	for i, c := range sr.avail {
+		v, err := c.Int64()
+		if errors.Is(err, redis.Nil) && i > 0 {
+			continue
+		}
+		if err != nil {
+			return 0, n, err
+		}
+		total += v
+	}
+	return total, n, nil
+}
 
 // needsHeld reports whether line l's answer may need its user's units, by what the last trip read of its
 // SKU: not seen yet, or seen with a limit and enough units for the line. Called with mu held.
@@ -278,22 +334,25 @@ func (m *skuMemory) needsHeld(l ordersaga.Line) bool {
 	return !ok || (s.limit > 0 && s.avail >= l.Qty)
 }
 
-// remember keeps what a trip read of its SKUs' counters and limits (a SKU not loaded, or read with an
-// error, is forgotten).
-func (m *skuMemory) remember(avail, limits map[string]*redis.StringCmd) {
+// remember keeps what a trip read of its SKUs' counters, shard counts and limits (a SKU not loaded, or read
+// with an error, is forgotten; one whose shards' counters were not all read keeps its new shard count only).
+func (m *skuMemory) remember(avail map[string]*shardReads, limits map[string]*redis.StringCmd) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for sku, a := range avail {
-		n, err := a.Int64()
+		n, shards, err := a.sum()
 		limit, lerr := limits[sku].Int64()
 		if errors.Is(lerr, redis.Nil) {
 			limit, lerr = 0, nil
 		}
-		if err != nil || lerr != nil {
+		switch {
+		case errors.Is(err, errShardsNotRead):
+			m.skus[sku] = skuSeen{shards: shards} // avail 0: needsHeld reads the user's units again
+		case err != nil || lerr != nil:
 			delete(m.skus, sku)
-			continue
+		default:
+			m.skus[sku] = skuSeen{avail: n, limit: limit, shards: shards}
 		}
-		m.skus[sku] = skuSeen{avail: n, limit: limit}
 	}
 }
 
@@ -301,15 +360,24 @@ func (m *skuMemory) remember(avail, limits map[string]*redis.StringCmd) {
 var errHeldNotRead = errors.New("check order: the user's units were not read")
 
 // checkAnswer reads one request's answer from the batch's commands.
-func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail, admitting, limits map[string]*redis.StringCmd) (FastCheck, error) {
+func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail map[string]*shardReads, admitting, limits map[string]*redis.StringCmd) (FastCheck, error) {
 	if err := claimed.Err(); err != nil {
 		return FastCheck{}, fmt.Errorf("check order: marker: %w", err)
 	}
 	res := FastCheck{Ready: ready, Claimed: claimed.Val() > 0}
 	for j, l := range req.lines {
-		n, err := avail[l.SKU].Int64()
+		n, shards, err := avail[l.SKU].sum()
+		if errors.Is(err, errShardsNotRead) {
+			return FastCheck{}, errHeldNotRead // read again, with the shard count this trip learnt
+		}
 		if errors.Is(err, redis.Nil) {
 			continue // not loaded: left to the workflow, which fails closed
+		}
+		if shards > 1 {
+			if res.Shards == nil {
+				res.Shards = map[string]int{}
+			}
+			res.Shards[l.SKU] = shards
 		}
 		if err != nil {
 			return FastCheck{}, fmt.Errorf("check order: available %s: %w", l.SKU, err)

@@ -2,6 +2,7 @@ package invariants
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -104,11 +105,8 @@ func Check(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, exp
 			return rep, fmt.Errorf("invariants: %w", err)
 		}
 		s.DBStock, s.Deducted, s.Restored = c.Stock, c.Deducted, c.Restored
-		if s.RedisAvailable, s.RedisLoaded, err = rs.Available(ctx, sku); err != nil {
-			return rep, fmt.Errorf("invariants: %w", err)
-		}
-		holds, err := rs.Holds(ctx, sku)
-		if err != nil {
+		var holds map[string]int64
+		if s.RedisAvailable, s.RedisLoaded, holds, err = redisSide(ctx, store, rs, sku); err != nil {
 			return rep, fmt.Errorf("invariants: %w", err)
 		}
 		var unconfirmed int64 // holds whose order has no DEDUCT yet
@@ -203,6 +201,34 @@ func Check(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, exp
 		}
 	}
 	return rep, nil
+}
+
+// redisSide reads a SKU's counter and holds, summed over its shards when its stock is split (stock_shards):
+// loaded when every shard has its counter.
+func redisSide(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store, sku string) (avail int64, loaded bool, holds map[string]int64, err error) {
+	n := 1
+	if inv, err := store.Inventory(ctx, sku); err == nil {
+		n = max(inv.StockShards, 1)
+	} else if !errors.Is(err, ordersaga.ErrNotFound) {
+		return 0, false, nil, err
+	}
+	loaded, holds = true, map[string]int64{}
+	for i := range n {
+		shard := redisstock.ShardName(sku, i)
+		a, ok, err := rs.Available(ctx, shard)
+		if err != nil {
+			return 0, false, nil, err
+		}
+		h, err := rs.Holds(ctx, shard)
+		if err != nil {
+			return 0, false, nil, err
+		}
+		avail, loaded = avail+a, loaded && ok
+		for order, q := range h {
+			holds[order] += q
+		}
+	}
+	return avail, loaded, holds, nil
 }
 
 // ledgerLines reads every order line with the units its ledger rows took and gave back, and the ledger's

@@ -45,6 +45,9 @@ type placement struct {
 	// again. A write of the row that extends its life must leave the marker living at least as long (cover).
 	markerUntil time.Time
 	fenced      bool
+	// shards is the shard count of each line's SKU whose stock Redis has split, as the fast path read it:
+	// the order placed walks that many shards for its life (nil: none split, or Redis not read).
+	shards map[string]int
 }
 
 func (p *placement) run(ctx context.Context) (Outcome, error) {
@@ -68,6 +71,7 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	if fast.Refuse() {
 		return fastRefusal(fast), nil
 	}
+	p.shards = fast.Shards
 	// The admission gate: while the units left are all being placed by other requests, wait for them to decide
 	// rather than start one more workflow that could only be rejected (a flash sale starts about as many
 	// workflows as it has units, not one per buyer). It never refuses a key whose order is started. A key

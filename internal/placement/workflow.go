@@ -26,7 +26,7 @@ func (p *placement) place(ctx context.Context, orderID string, adm *admitted) (w
 	s := p.s
 	in := workflows.OrderInput{
 		OrderID: orderID, UserID: p.req.UserID, Currency: s.cfg.Currency, Lines: p.req.Lines,
-		PaymentTimeout: s.cfg.PaymentTimeout,
+		PaymentTimeout: s.cfg.PaymentTimeout, Shards: p.shards,
 	}
 	// The shared call outlives a request that gives up: the others may still wait for it.
 	shared := context.WithoutCancel(ctx)

@@ -120,11 +120,22 @@ func (r *Reconciler) SKU(ctx context.Context, sku string, resync sqlstore.Resync
 		a.RunID, a.SKU = r.RunID, sku
 		found = append(found, a)
 	}
-	if err := r.fixHolds(ctx, sku, &sum, note); err != nil {
+	n, err := shardsOf(ctx, r.Store, sku)
+	if err != nil {
 		return sum, found, err
+	}
+	for i := range n {
+		if err := r.fixHolds(ctx, sku, redisstock.ShardName(sku, i), &sum, note); err != nil {
+			return sum, found, err
+		}
 	}
 	if err := r.fixAvail(ctx, sku, resync, &sum, note); err != nil {
 		return sum, found, err
+	}
+	if n > 1 {
+		// A split SKU's per-user counts are the database's alone (redisstock/shards.go).
+		sum.Anomalies = len(found)
+		return sum, found, nil
 	}
 	if err := r.fixUserUnits(ctx, sku, &sum, note); err != nil {
 		return sum, found, err
@@ -133,14 +144,14 @@ func (r *Reconciler) SKU(ctx context.Context, sku string, resync sqlstore.Resync
 	return sum, found, nil
 }
 
-// fixHolds makes the holds hash and the 'H' markers agree, then ends the old holds of orders that are closed,
-// deducted or unknown.
-func (r *Reconciler) fixHolds(ctx context.Context, sku string, sum *Summary, note func(sqlstore.Anomaly)) error {
-	markers, err := r.Redis.Markers(ctx, sku)
+// fixHolds makes the holds hash and the 'H' markers of one shard of the SKU agree (shard: the SKU itself when
+// its stock is not split), then ends the old holds of orders that are closed, deducted or unknown.
+func (r *Reconciler) fixHolds(ctx context.Context, sku, shard string, sum *Summary, note func(sqlstore.Anomaly)) error {
+	markers, err := r.Redis.Markers(ctx, shard)
 	if err != nil {
 		return err
 	}
-	raw, err := r.Redis.RawHolds(ctx, sku)
+	raw, err := r.Redis.RawHolds(ctx, shard)
 	if err != nil {
 		return err
 	}
@@ -151,7 +162,7 @@ func (r *Reconciler) fixHolds(ctx context.Context, sku string, sum *Summary, not
 			live[order] = m
 			continue
 		}
-		done, err := r.Redis.RepairHold(ctx, sku, order, redisstock.HoldDrop, m, raw[order])
+		done, err := r.Redis.RepairHold(ctx, shard, order, redisstock.HoldDrop, m, raw[order])
 		if err != nil {
 			return err
 		}
@@ -166,7 +177,7 @@ func (r *Reconciler) fixHolds(ctx context.Context, sku string, sum *Summary, not
 		if _, held := raw[order]; held || !strings.HasPrefix(m, "H:") {
 			continue
 		}
-		done, err := r.Redis.RepairHold(ctx, sku, order, redisstock.HoldReadd, m, "")
+		done, err := r.Redis.RepairHold(ctx, shard, order, redisstock.HoldReadd, m, "")
 		if err != nil {
 			return err
 		}
@@ -221,7 +232,7 @@ func (r *Reconciler) fixHolds(ctx context.Context, sku string, sum *Summary, not
 			sum.LeftAlone++
 			continue
 		}
-		done, err := r.Redis.RepairHold(ctx, sku, order, action, m, m[2:])
+		done, err := r.Redis.RepairHold(ctx, shard, order, action, m, m[2:])
 		if err != nil {
 			return err
 		}
@@ -335,20 +346,31 @@ func (r *Reconciler) fixAvail(ctx context.Context, sku string, mark sqlstore.Res
 // does not cover is stock that changes in the database alone between steps 3 and 4 (an admin stock change,
 // or a deduct on the Redis-down path); such a repair is off by that change until the next run.
 func measureAndRepair(ctx context.Context, rs *redisstock.Store, store *sqlstore.Store, sku string, mode redisstock.Mode) (redisstock.AvailRepair, error) {
+	n, err := shardsOf(ctx, store, sku)
+	if err != nil {
+		return redisstock.AvailRepair{}, err
+	}
 	wm, err := store.MaxLedgerID(ctx, sku)
 	if err != nil {
 		return redisstock.AvailRepair{}, err
 	}
-	snap, err := rs.Snapshot(ctx, sku)
+	snaps, err := rs.SnapshotShards(ctx, sku, n)
 	if err != nil {
 		return redisstock.AvailRepair{}, err
 	}
-	truth, err := store.ReadSKUTruth(ctx, sku, wm, slices.Sorted(maps.Keys(snap.Holds)))
+	truth, err := store.ReadSKUTruth(ctx, sku, wm, redisstock.HeldOrders(snaps))
 	if err != nil {
 		return redisstock.AvailRepair{}, err
 	}
 	if !truth.Known {
 		return redisstock.AvailRepair{}, fmt.Errorf("reconcile %s: %w", sku, ordersaga.ErrUnknownSKU)
+	}
+	if max(truth.Shards, 1) != n {
+		// stock_shards grew since it was read: the snapshots miss the new shards; the next attempt reads them.
+		return redisstock.AvailRepair{Code: redisstock.Raced}, nil
+	}
+	if err := syncShards(ctx, rs, sku, n); err != nil {
+		return redisstock.AvailRepair{}, err
 	}
 	// The per-user limit follows the database too (a cold load finds it missing; an admin's change made while
 	// Redis was away is squared here). Written outside the row lock: a change racing it is squared next run.
@@ -359,7 +381,28 @@ func measureAndRepair(ctx context.Context, rs *redisstock.Store, store *sqlstore
 			return redisstock.AvailRepair{}, err
 		}
 	}
-	return rs.RepairAvail(ctx, sku, mode, truth, snap)
+	return rs.RepairStock(ctx, sku, n, mode, truth, snaps)
+}
+
+// shardsOf is the SKU's shard count as the database has it (1 when it does not exist: nothing to split).
+func shardsOf(ctx context.Context, store *sqlstore.Store, sku string) (int, error) {
+	inv, err := store.Inventory(ctx, sku)
+	if errors.Is(err, ordersaga.ErrNotFound) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return max(inv.StockShards, 1), nil
+}
+
+// syncShards writes the SKU's shard count into Redis (the order API reads it there) when Redis says another.
+func syncShards(ctx context.Context, rs *redisstock.Store, sku string, n int) error {
+	had, err := rs.Shards(ctx, sku)
+	if err != nil || had == n {
+		return err
+	}
+	return rs.SetShards(ctx, sku, n)
 }
 
 func parseQty(s string) *int64 {

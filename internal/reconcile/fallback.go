@@ -148,18 +148,19 @@ type Reserver struct {
 
 // Reserve reserves qty units of sku for orderID of userID (counted against the SKU's per-user limit). Besides the store's outcomes it fails with
 // ordersaga.ErrNotLoaded (wrapped) when the counter is missing and could not be loaded (fail closed,
-// retryable), and with *ordersaga.UnknownSKUError when the SKU does not exist at all.
-func (a Reserver) Reserve(ctx context.Context, orderID, userID, sku string, qty int64) (ordersaga.ReserveOutcome, error) {
+// retryable), and with *ordersaga.UnknownSKUError when the SKU does not exist at all. shards is the order's
+// shard count of the SKU (redisstock.ReserveIn; 0 or 1: not split).
+func (a Reserver) Reserve(ctx context.Context, shards int, orderID, userID, sku string, qty int64) (ordersaga.ReserveOutcome, error) {
 	if a.DBFallback && a.State.breakerIsOpen(time.Now()) {
 		return a.reserveInDB(ctx, orderID, sku, nil)
 	}
 	a.resyncIfDue(ctx, sku)
-	out, err := a.Redis.Reserve(ctx, orderID, userID, sku, qty)
+	out, err := a.Redis.ReserveIn(ctx, shards, orderID, userID, sku, qty)
 	if errors.Is(err, ordersaga.ErrNotLoaded) {
 		if _, ierr := a.Store.Inventory(ctx, sku); errors.Is(ierr, ordersaga.ErrNotFound) {
 			return "", fmt.Errorf("reserve %s: %w", sku, &ordersaga.UnknownSKUError{SKU: sku})
 		}
-		if _, lerr := a.coldLoad(ctx, sku); lerr != nil {
+		if _, lerr := a.coldLoad(ctx, shards, sku); lerr != nil {
 			if a.DBFallback {
 				if rerr := a.redisDownAfterColdLoad(ctx, sku, lerr); rerr != nil {
 					a.State.trip(time.Now())
@@ -169,7 +170,7 @@ func (a Reserver) Reserve(ctx context.Context, orderID, userID, sku string, qty 
 			// The database failed, or Redis without being unreachable: fail closed, retryably.
 			return "", errors.Join(err, lerr)
 		}
-		out, err = a.Redis.Reserve(ctx, orderID, userID, sku, qty)
+		out, err = a.Redis.ReserveIn(ctx, shards, orderID, userID, sku, qty)
 	}
 	// err is the reserve script's own error: only a Redis call's error may trip the breaker.
 	if a.DBFallback && redisstock.IsUnreachable(redisstock.FromRedis(err)) {
@@ -229,11 +230,13 @@ func (a Reserver) reserveInDB(ctx context.Context, orderID, sku string, cause er
 // are gone with it and the database has no trace of them until their deduct, so for the moment between the
 // load and that deduct Redis promises their units too; the DB's conditional deduct still refuses any oversell
 // (I2), and reconciliation brings the counter back to the truth (I3).
-func (a Reserver) coldLoad(ctx context.Context, sku string) (bool, error) {
+func (a Reserver) coldLoad(ctx context.Context, shards int, sku string) (bool, error) {
 	lock := a.State.skuLock(sku)
 	lock.Lock()
 	defer lock.Unlock()
-	if _, loaded, err := a.Redis.Available(ctx, sku); err != nil || loaded {
+	// A split SKU may miss one shard's counter only (a master that lost its data): the load writes the missing
+	// ones (redisstock.RepairStock, load mode).
+	if _, loaded, err := a.Redis.Available(ctx, sku); err != nil || loaded && shards <= 1 {
 		return false, err
 	}
 	res, err := loadAvail(ctx, a.Redis, a.Store, sku)

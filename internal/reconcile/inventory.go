@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/ordersaga/ordersaga"
@@ -20,6 +18,8 @@ type StockView struct {
 	PriceCents int64
 	// PerUserLimit is the units of the SKU one user may hold or buy (0: no limit).
 	PerUserLimit int64
+	// StockShards is the number of Redis counters the SKU's stock is split over (1: one).
+	StockShards int
 	// RedisAvailable is nil when the SKU is not loaded in Redis.
 	RedisAvailable *int64
 	// Holds is the units held in Redis and not yet confirmed by the DB deduct.
@@ -73,7 +73,7 @@ func LoadStock(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store,
 		return err
 	})
 	if errors.Is(err, ordersaga.ErrNotFound) {
-		if derr := rs.DropAvailable(ctx, sku); derr != nil {
+		if derr := rs.DropStock(ctx, sku); derr != nil {
 			return fmt.Errorf("load stock %s: %w", sku, derr)
 		}
 		return nil
@@ -91,18 +91,22 @@ func loadLocked(ctx context.Context, l *sqlstore.Locked, rs *redisstock.Store, s
 	if err := rs.SetLimit(ctx, l.SKU, l.PerUserLimit); err != nil {
 		return redisstock.AvailRepair{}, err
 	}
-	snap, err := rs.Snapshot(ctx, l.SKU)
+	n := max(l.StockShards, 1)
+	if err := syncShards(ctx, rs, l.SKU, n); err != nil {
+		return redisstock.AvailRepair{}, err
+	}
+	snaps, err := rs.SnapshotShards(ctx, l.SKU, n)
 	if err != nil {
 		return redisstock.AvailRepair{}, err
 	}
-	truth, err := l.Truth(slices.Sorted(maps.Keys(snap.Holds)))
+	truth, err := l.Truth(redisstock.HeldOrders(snaps))
 	if err != nil {
 		return redisstock.AvailRepair{}, err
 	}
 	if stock != nil {
 		truth.Stock = *stock
 	}
-	return rs.RepairAvail(ctx, l.SKU, redisstock.ModeSet, truth, snap)
+	return rs.RepairStock(ctx, l.SKU, n, redisstock.ModeSet, truth, snaps)
 }
 
 // loadAvail is the cold load: measureAndRepair in load mode, which writes the counter only if it is missing
@@ -129,8 +133,9 @@ func ReadStock(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store,
 	if err != nil {
 		return StockView{}, err
 	}
-	v := StockView{SKU: inv.SKU, DBStock: inv.Stock, PriceCents: inv.PriceCents, PerUserLimit: inv.PerUserLimit}
-	avail, held, err := rs.AvailAndHeld(ctx, sku)
+	v := StockView{SKU: inv.SKU, DBStock: inv.Stock, PriceCents: inv.PriceCents, PerUserLimit: inv.PerUserLimit,
+		StockShards: max(inv.StockShards, 1)}
+	avail, held, err := rs.AvailAndHeldIn(ctx, sku, v.StockShards)
 	switch {
 	case err != nil && redisstock.ConnectionFailed(err):
 		v.RedisDown = true // the database's view alone: Redis's side is unknown, not 0

@@ -106,7 +106,15 @@ func CloseGone(ctx context.Context, store *sqlstore.Store, rs *redisstock.Store,
 		return ordersaga.OrderRecord{}, nil, err
 	}
 	for _, l := range restored {
-		if _, err := rs.Release(ctx, orderID, rec.UserID, l.SKU); err != nil {
+		// The order's own shard count is not recorded, only the SKU's, which can only have grown: a split
+		// SKU's release visits every shard (redisstock.ReleaseEveryShard).
+		n, err := shardsOf(ctx, store, l.SKU)
+		if err == nil && n > 1 {
+			_, err = rs.ReleaseEveryShard(ctx, n, orderID, l.SKU, false)
+		} else if err == nil {
+			_, err = rs.Release(ctx, orderID, rec.UserID, l.SKU)
+		}
+		if err != nil {
 			return ordersaga.OrderRecord{}, nil, fmt.Errorf("close %s: %w", orderID, err)
 		}
 	}

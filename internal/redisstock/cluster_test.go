@@ -155,6 +155,43 @@ func TestScripts_KeysShareOneSlot(t *testing.T) {
 	must(err)
 	_, _, err = rs.AvailAndHeld(ctx, sku)
 	must(err)
+	// A SKU's stock in shards: every script still runs on one shard's keys.
+	split := "SPLIT-" + testenv.RandomID(4)
+	must(rs.SetShards(ctx, split, 4))
+	for i := range 4 {
+		must(rs.SetAvailable(ctx, redisstock.ShardName(split, i), int64(i%2)))
+	}
+	for _, o := range []string{"s1", "s2", "s3", "s4", "s5"} {
+		_, err := rs.ReserveIn(ctx, 4, o, "u1", split, 1)
+		if _, sold := ordersaga.IsSoldOut(err); !sold {
+			must(err)
+		}
+	}
+	_, err = rs.ConfirmIn(ctx, 4, "s1", split)
+	must(err)
+	_, err = rs.ReleaseIn(ctx, 4, "s2", "u1", split)
+	must(err)
+	_, err = rs.ReleaseUnsoldIn(ctx, 4, "s1", "u1", split)
+	must(err)
+	_, err = rs.ReleaseEveryShard(ctx, 4, "s3", split, false)
+	must(err)
+	for _, mode := range []redisstock.Mode{redisstock.ModeRepair, redisstock.ModeLoad, redisstock.ModeSet} {
+		snaps, err := rs.SnapshotShards(ctx, split, 4)
+		must(err)
+		_, err = rs.RepairStock(ctx, split, 4, mode, ordersaga.SKUTruth{Stock: 4, Known: true, Pending: []string{"s2"}}, snaps)
+		must(err)
+	}
+	_, _, err = rs.AvailAndHeldIn(ctx, split, 4)
+	must(err)
+	_, err = rs.OtherShardsAvailable(ctx, split, 4)
+	must(err)
+	tags := map[string]bool{}
+	for i := range 4 {
+		tags[testenv.HashTag(rs.AvailKey(redisstock.ShardName(split, i)))] = true
+	}
+	if len(tags) != 4 {
+		t.Errorf("the 4 shards of a SKU share hash tags (%v): they would all be on one master", tags)
+	}
 	claims := []redisstock.ClaimMarker{
 		{Name: redisstock.ClaimName("u1", "k1"), Nonce: "n1", TTL: time.Minute, New: true},
 		{Name: redisstock.ClaimName("u1", "k2"), Nonce: "n2", TTL: time.Minute},

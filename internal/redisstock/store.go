@@ -31,6 +31,7 @@ const (
 	codeRefused    = 5
 	codeNoHold     = 6
 	codeKept       = 7 // release of a sold order: its confirmed hold stays
+	codePassed     = 8 // a shard the order's walk passed (shards.go): go on to the next
 	codeLimit      = 6 // reserve: {6, held, limit}, the user's units would pass the per-user limit
 	defaultMarkTTL = 7 * 24 * time.Hour
 )

@@ -9,7 +9,11 @@
 --         confirm was lost: the database took the units). Never given back: Redis must not promise units the
 --         database sold. (A later life of the order ID that held again after the first life's marker expired
 --         is confirmed too: Redis then promises q units less than it could until reconciliation, the safe way.)
--- Returns 1 released, 2 duplicate (already released), 3 tombstone written (never reserved), 7 kept (sold).
+-- A shard of a SKU split over several (shards.go) may hold the walk's markers: 'P' (the order's reserve passed
+-- here) becomes 'X' (passed, then released) and 'X' is passed again: the release goes on along the walk's
+-- path (8), since the order may hold on a shard beyond; a 'T' stops it (nothing was ever beyond).
+-- Returns 1 released, 2 duplicate (already released), 3 tombstone written (never reserved), 7 kept (sold),
+-- 8 passed (go on to the next shard).
 -- Callers restore the DB before they release, so a confirmed hold ('C') is given back too, unless sold. Every
 -- release that gives units back (or writes a tombstone) takes the order off the user's count, once: a sold
 -- order's units stay counted.
@@ -23,6 +27,13 @@ if not marker then
   return 3
 end
 local state = string.sub(marker, 1, 1)
+if state == 'P' then
+  redis.call('SET', KEYS[3], 'X', 'KEEPTTL')
+  return 8
+end
+if state == 'X' then
+  return 8
+end
 if state == 'R' or state == 'T' then
   return 2
 end

@@ -6,7 +6,9 @@
 --         'load' (set it only when it is missing and nothing changed since the snapshot: the cold-start load
 --         on a reservation's path) or
 --         'set' (set it whatever it is, and bump the version: the caller holds the database's lock on the
---         SKU, so no deduct or restore of it commits before the script has run; the admin stock change)
+--         SKU, so no deduct or restore of it commits before the script has run; the admin stock change) or
+--         'measure' (write nothing: the answer's target, with db.stock given as 0, is minus what the shard
+--         owes, for the split of a SKU's stock over its shards, shards.go)
 -- ARGV[2] db.stock as read in the database snapshot
 -- ARGV[3] the counter in the caller's snapshot ('' when it was missing)
 -- ARGV[4] the version in the caller's snapshot ('' when missing): every reserve, confirm, release and repair
@@ -24,7 +26,8 @@
 -- target = db.stock
 --        - units of every hold whose order has no standing deduct (the DB still counts them)
 --        - units of every pending release (DB restored, marker still 'C': the release will give them back)
--- Returns {code, counter before (or -1 when missing), target}: code 1 in line, 2 already loaded (load mode),
+-- Returns {code, counter before (or -1 when missing), target}: code 1 in line (measure: unchanged since the
+-- snapshot), 2 already loaded (load mode),
 -- 3 loaded (the counter was missing), 4 raced (Redis changed since the snapshot: nothing written),
 -- 5 repaired (the counter was set to target).
 -- Every number here is exact only up to 2^53 (a Lua number is a double): the stock is kept at or below that
@@ -67,6 +70,13 @@ end
 local target = stock - owed
 local unchanged = (redis.call('GET', KEYS[3]) or '') == ARGV[4]
 local cur = redis.call('GET', KEYS[1])
+if mode == 'measure' then
+  local code = 1
+  if not unchanged then
+    code = 4
+  end
+  return {code, tonumber(cur or '-1'), target}
+end
 if mode == 'set' then
   -- Bumped even when the counter does not move: the database did, and a compare-and-set computed from the
   -- database as it was must not take an equal counter for "nothing happened".

@@ -5,15 +5,23 @@
 -- KEYS[6] inv:{SKU}:u:{USER} (hash order ID -> units of the SKU this user holds or bought, per order)
 -- ARGV[1] order ID   ARGV[2] qty   ARGV[3] marker TTL in seconds   ARGV[4] user ID ('' = not known: no
 -- per-user count in Redis; the database deduct still enforces the limit)
--- Returns 1 reserved, 2 duplicate (already held or confirmed), 3 sold out, 4 not loaded, 5 refused
--- (released/tombstone), or {6, held, limit} when the user's units would pass the per-user limit.
+-- ARGV[5] 'walk' when these keys are one shard of a SKU whose stock is split over several (shards.go): a shard
+--         found short gets the marker 'P' (passed) and the walk goes on to the next shard; a 'P' found says an
+--         attempt of this order passed here before, and the walk goes on without looking at the stock.
+-- Returns 1 reserved, 2 duplicate (already held or confirmed), 3 sold out (walk: 'P' written), 4 not loaded,
+-- 5 refused (released/tombstone), 8 passed before (walk only), or {6, held, limit} when the user's units
+-- would pass the per-user limit.
 -- The marker is checked BEFORE the stock and the user's count, so a retry never takes stock or counts twice
 -- and a late reserve never takes stock after its compensation ran.
+local walk = ARGV[5] == 'walk'
 local marker = redis.call('GET', KEYS[3])
 if marker then
   local state = string.sub(marker, 1, 1)
   if state == 'H' or state == 'C' then
     return 2
+  end
+  if state == 'P' and walk then
+    return 8
   end
   return 5
 end
@@ -34,6 +42,10 @@ if counted then
   end
 end
 if tonumber(avail) < qty then
+  if walk then
+    -- Not a change of the counter, the holds or a marker repair_avail reads: the version stays.
+    redis.call('SET', KEYS[3], 'P', 'EX', tonumber(ARGV[3]))
+  end
   return 3
 end
 redis.call('DECRBY', KEYS[1], qty)
