@@ -131,6 +131,10 @@ func (r LineRules) CheckLines(lines []Line) *LineProblem {
 	return nil
 }
 
+// MaxStockShards is the most Redis counters a SKU's stock may be split over (stock_shards; design.md, "A
+// SKU's stock in shards"). A sold-out answer of a split SKU walks every one of them.
+const MaxStockShards = 64
+
 // MaxStock is the largest stock a SKU may have: 2^53, up to which every integer is exact in a Lua number (a
 // double). The scripts read the stock with tonumber and write the counter from a Lua number, which Redis turns
 // into the command's argument with %.17g (Redis ≤ 7.0) or, when it is an integer, exactly (7.2 on); both are

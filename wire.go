@@ -37,6 +37,8 @@ type InventoryBody struct {
 	// PerUserLimit is the units of the SKU one user may hold or buy (0: no limit).
 	PerUserLimit int64  `json:"per_user_limit"`
 	Drift        *int64 `json:"drift"`
+	// StockShards is the number of Redis counters the SKU's stock is split over (1: one; MaxStockShards).
+	StockShards int `json:"stock_shards"`
 }
 
 // HeldUnits is Holds, 0 when null (Redis unreachable: nothing is known to be held).

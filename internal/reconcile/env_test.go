@@ -145,6 +145,7 @@ type load struct {
 	concurrency int
 	expireAfter time.Duration
 	seed        uint64
+	shards      map[string]int // the SKUs split in Redis, with their shard count (the orders' input)
 }
 
 type loadResult struct {
@@ -177,7 +178,8 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 		}
 		id := fmt.Sprintf("%s-%05d", l.prefix, i)
 		res.ids[i] = id
-		inputs[i] = workflows.OrderInput{OrderID: id, UserID: "u" + strconv.Itoa(i%50), Currency: "CNY", Lines: lines, PaymentTimeout: timeout}
+		inputs[i] = workflows.OrderInput{OrderID: id, UserID: "u" + strconv.Itoa(i%50), Currency: "CNY", Lines: lines, PaymentTimeout: timeout,
+			Shards: l.shards}
 	}
 	var done atomic.Int64
 	sem := make(chan struct{}, l.concurrency)
