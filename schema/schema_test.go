@@ -52,7 +52,7 @@ func wantShape() shape {
 			Keys:    []string{"pk(version)"},
 		},
 		"inventory": {
-			Columns: notNull("sku", "stock", "price_cents", "updated_at", "per_user_limit"), // 0004: per_user_limit
+			Columns: notNull("sku", "stock", "price_cents", "updated_at", "per_user_limit", "stock_shards"), // 0004: per_user_limit; 0009: stock_shards
 			Keys:    []string{"pk(sku)"},
 		},
 		"user_units": { // 0004: the units of a SKU one user holds or bought, for SKUs with a per-user limit
@@ -441,6 +441,8 @@ func TestCheckConstraints_RejectBadRows(t *testing.T) {
 		{"negative stock update", "UPDATE inventory SET stock = stock - 2 WHERE sku = 'A'"},
 		{"negative stock insert", "INSERT INTO inventory (sku, stock, price_cents) VALUES ('B', -1, 100)"},
 		{"negative price", "INSERT INTO inventory (sku, stock, price_cents) VALUES ('C', 1, -1)"},
+		{"zero stock shards", "INSERT INTO inventory (sku, stock, price_cents, stock_shards) VALUES ('D', 1, 1, 0)"}, // 0009
+		{"stock shards to 0", "UPDATE inventory SET stock_shards = 0 WHERE sku = 'A'"},
 		{"unknown ledger op", "INSERT INTO stock_ledger (order_id, sku, op, qty) VALUES ('o1', 'A', 'STEAL', 1)"},
 		{"negative ledger qty", "INSERT INTO stock_ledger (order_id, sku, op, qty) VALUES ('o1', 'A', 'DEDUCT', -1)"},
 		{"zero order line qty", "INSERT INTO order_lines (order_id, sku, qty, unit_price_cents) VALUES ('o1', 'A', 0, 1)"},
@@ -573,5 +575,85 @@ func TestStatements_SplitTheShippedMigrations(t *testing.T) {
 	}
 	if len(tables[schema.MySQL]) != 10 { // 0004: user_units; 0006: marker_fence
 		t.Errorf("mysql creates %d tables, want 10: %v", len(tables[schema.MySQL]), tables[schema.MySQL])
+	}
+}
+
+// unmigratedDBs returns an empty SQLite database always and an empty MySQL one when MYSQL_DSN is set.
+func unmigratedDBs(t *testing.T) []dialectDB {
+	t.Helper()
+	lite, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "upgrade.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { lite.Close() })
+	out := []dialectDB{{schema.SQLite, lite}}
+	if testenv.RealMySQL() {
+		my, err := sql.Open("mysql", testenv.MySQLDatabase(t))
+		if err != nil {
+			t.Fatalf("open mysql: %v", err)
+		}
+		t.Cleanup(func() { my.Close() })
+		out = append(out, dialectDB{schema.MySQL, my})
+	}
+	return out
+}
+
+// 0009 on a database already in use: the SKUs stocked before it keep today's layout (stock_shards 1), and
+// Migrate applies 0009 alone on top of what the database has seen.
+func TestMigrate_0009_ExistingSKUsGetOneShard(t *testing.T) {
+	t.Parallel()
+	for _, d := range unmigratedDBs(t) {
+		t.Run(d.dialect, func(t *testing.T) {
+			ctx := t.Context()
+			migs, err := schema.Migrations(d.dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The database as 0008 left it, recorded as Migrate records it.
+			if _, err := d.db.ExecContext(ctx, `CREATE TABLE schema_migrations (
+				version INTEGER NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at VARCHAR(40) NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range migs {
+				if m.Version >= 9 {
+					continue
+				}
+				for _, s := range schema.Statements(m.SQL) {
+					if _, err := d.db.ExecContext(ctx, s); err != nil {
+						t.Fatalf("%s: %v", m.Name, err)
+					}
+				}
+				if _, err := d.db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 'test')",
+					m.Version, m.Name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := d.db.ExecContext(ctx, "INSERT INTO inventory (sku, stock, price_cents) VALUES ('OLD', 5, 100)"); err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Migrate(ctx, d.db, d.dialect); err != nil {
+				t.Fatalf("migrate to 0009: %v", err)
+			}
+			var shards int
+			if err := d.db.QueryRowContext(ctx, "SELECT stock_shards FROM inventory WHERE sku = 'OLD'").Scan(&shards); err != nil {
+				t.Fatal(err)
+			}
+			if shards != 1 {
+				t.Errorf("stock_shards of a SKU stocked before 0009 = %d, want 1", shards)
+			}
+			if _, err := d.db.ExecContext(ctx, "INSERT INTO inventory (sku, stock, price_cents) VALUES ('NEW', 5, 100)"); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.db.QueryRowContext(ctx, "SELECT stock_shards FROM inventory WHERE sku = 'NEW'").Scan(&shards); err != nil || shards != 1 {
+				t.Errorf("stock_shards of a SKU inserted without it = %d (%v), want the default 1", shards, err)
+			}
+			var n int
+			if err := d.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != len(migs) {
+				t.Errorf("schema_migrations holds %d rows after the upgrade, want %d", n, len(migs))
+			}
+		})
 	}
 }

@@ -13,14 +13,13 @@ import (
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
-// InventoryBody is the body of GET and PUT /v1/inventory/{sku} (declared in the root package, which the tools
-// share).
+// InventoryBody is the body of GET and PUT /v1/inventory/{sku}.
 type InventoryBody = ordersaga.InventoryBody
 
 func inventoryBody(v reconcile.StockView) InventoryBody {
 	b := InventoryBody{
 		SKU: v.SKU, DBStock: v.DBStock, RedisAvailable: v.RedisAvailable,
-		PriceCents: v.PriceCents, PerUserLimit: v.PerUserLimit, Drift: v.Drift(),
+		PriceCents: v.PriceCents, PerUserLimit: v.PerUserLimit, Drift: v.Drift(), StockShards: v.StockShards,
 	}
 	if !v.RedisDown {
 		b.Holds = &v.Holds // null while Redis is unreachable
@@ -29,11 +28,13 @@ func inventoryBody(v reconcile.StockView) InventoryBody {
 }
 
 // inventoryRequest is the body of PUT /v1/inventory/{sku}; stock and price_cents are required,
-// per_user_limit is optional (absent or 0: no limit).
+// per_user_limit is optional (absent or 0: no limit), stock_shards is optional (absent: the SKU's, 1 for a
+// new SKU).
 type inventoryRequest struct {
 	Stock        *int64 `json:"stock"`
 	PriceCents   *int64 `json:"price_cents"`
 	PerUserLimit *int64 `json:"per_user_limit"`
+	StockShards  *int64 `json:"stock_shards"`
 }
 
 // handleGetInventory is GET /v1/inventory/{sku}.
@@ -58,7 +59,8 @@ func (s *server) handleGetInventory() http.Handler {
 }
 
 // handlePutInventory is PUT /v1/inventory/{sku}: sets the database's stock and price and loads Redis to
-// match, safe while orders are in flight (reconcile.SetStock).
+// match, safe while orders are in flight (reconcile.SetStock). A stock_shards below the SKU's is refused
+// (409 shards-decrease): a SKU's shards only grow.
 func (s *server) handlePutInventory() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sku := r.PathValue("sku")
@@ -83,27 +85,41 @@ func (s *server) handlePutInventory() http.Handler {
 			req.PerUserLimit = &zero
 		}
 		for _, f := range []struct {
-			name string
-			v    *int64
-			max  int64
-			rule string
+			name     string
+			v        *int64
+			min, max int64
+			rule     string
+			optional bool // absent is valid (it was given its default above, or means keep)
 		}{
-			{"stock", req.Stock, ordersaga.MaxStock, "required, an integer"},
-			{"price_cents", req.PriceCents, ordersaga.MaxPriceCents, "required, an integer"},
-			{"per_user_limit", req.PerUserLimit, ordersaga.MaxStock, "optional, 0 (no limit) or a whole number of units"},
+			{"stock", req.Stock, 0, ordersaga.MaxStock, "required, an integer", false},
+			{"price_cents", req.PriceCents, 0, ordersaga.MaxPriceCents, "required, an integer", false},
+			{"per_user_limit", req.PerUserLimit, 0, ordersaga.MaxStock, "optional, 0 (no limit) or a whole number of units", false},
+			{"stock_shards", req.StockShards, 1, ordersaga.MaxStockShards, "optional (absent: the SKU's, 1 for a new SKU), a whole number of Redis counters", true},
 		} {
 			// The stock's and the limit's bound is the Redis scripts' (ordersaga.MaxStock): past it they round.
 			// The price's keeps the largest order's amount within ordersaga.MaxAmountCents.
-			if f.v == nil || *f.v < 0 || *f.v > f.max {
-				pr := newProblem(kindInvalidField, fmt.Sprintf("%s: %s from 0 to %d", f.name, f.rule, f.max))
+			if f.v == nil && f.optional {
+				continue
+			}
+			if f.v == nil || *f.v < f.min || *f.v > f.max {
+				pr := newProblem(kindInvalidField, fmt.Sprintf("%s: %s from %d to %d", f.name, f.rule, f.min, f.max))
 				pr.Field = f.name
 				writeProblem(w, pr)
 				return
 			}
 		}
+		var shards int // 0: keep the SKU's
+		if req.StockShards != nil {
+			shards = int(*req.StockShards)
+		}
 		v, err := reconcile.SetStock(r.Context(), s.Store, s.Redis, sqlstore.InventorySpec{
-			SKU: sku, Stock: *req.Stock, PriceCents: *req.PriceCents, PerUserLimit: *req.PerUserLimit,
+			SKU: sku, Stock: *req.Stock, PriceCents: *req.PriceCents, PerUserLimit: *req.PerUserLimit, StockShards: shards,
 		})
+		if errors.Is(err, sqlstore.ErrShardsDecrease) {
+			s.Logger.Info("set inventory refused", "sku", sku, "error", err)
+			writeProblem(w, shardsDecreaseProblem(sku, shards, err))
+			return
+		}
 		if err != nil {
 			s.Logger.Error("set inventory", "sku", sku, "error", err)
 			writeProblem(w, newProblem(kindUnavailable, "the inventory could not be set, or Redis not loaded to match; the same PUT is safe to retry"))
@@ -111,9 +127,22 @@ func (s *server) handlePutInventory() http.Handler {
 		}
 		s.placement.Known(sku)
 		s.Logger.Info("inventory set", "sku", sku, "stock", v.DBStock, "price_cents", v.PriceCents, "per_user_limit", v.PerUserLimit,
-			"redis_available", v.RedisAvailable, "holds", v.Holds)
+			"stock_shards", v.StockShards, "redis_available", v.RedisAvailable, "holds", v.Holds)
 		writeJSON(w, http.StatusOK, inventoryBody(v))
 	})
+}
+
+// shardsDecreaseProblem is the 409 of a PUT whose stock_shards (asked) is below the SKU's: the order saga
+// fixes each order's shard count for its life and a release must find every shard the order could have
+// touched, so a SKU's shards only grow. Nothing was changed.
+func shardsDecreaseProblem(sku string, asked int, err error) *Problem {
+	detail := fmt.Sprintf("stock_shards %d is below the SKU's; a SKU's stock_shards only grows, and nothing was changed", asked)
+	if de := (*sqlstore.ShardsDecreaseError)(nil); errors.As(err, &de) {
+		detail = fmt.Sprintf("stock_shards %d is below the SKU's %d; a SKU's stock_shards only grows, and nothing was changed", de.Asked, de.Current)
+	}
+	pr := newProblem(kindShardsDecrease, detail)
+	pr.Field, pr.SKU = "stock_shards", sku
+	return pr
 }
 
 // writeUnknownSKU answers 404 for sku ("" for a name that cannot be a SKU, which is not echoed).

@@ -105,7 +105,8 @@ func TestInventory(t *testing.T) {
 	t.Run("put_then_get", func(t *testing.T) {
 		t.Parallel()
 		b := put("INV-1", `{"stock":100,"price_cents":999}`, admin).inventory(t)
-		want := api.InventoryBody{SKU: "INV-1", DBStock: 100, RedisAvailable: ptr(int64(100)), Holds: ptr(int64(0)), PriceCents: 999, Drift: ptr(int64(0))}
+		want := api.InventoryBody{SKU: "INV-1", DBStock: 100, RedisAvailable: ptr(int64(100)),
+			Holds: ptr(int64(0)), PriceCents: 999, Drift: ptr(int64(0)), StockShards: 1}
 		if !equalInventory(b, want) {
 			t.Errorf("PUT answered %+v, want %+v", b, want)
 		}
@@ -132,7 +133,8 @@ func TestInventory(t *testing.T) {
 			}
 		}
 		b := put("INV-HELD", `{"stock":20,"price_cents":100}`, admin).inventory(t)
-		want := api.InventoryBody{SKU: "INV-HELD", DBStock: 20, RedisAvailable: ptr(int64(17)), Holds: ptr(int64(3)), PriceCents: 100, Drift: ptr(int64(0))}
+		want := api.InventoryBody{SKU: "INV-HELD", DBStock: 20, RedisAvailable: ptr(int64(17)),
+			Holds: ptr(int64(3)), PriceCents: 100, Drift: ptr(int64(0)), StockShards: 1}
 		if !equalInventory(b, want) {
 			t.Errorf("got %+v, want %+v", b, want)
 		}
@@ -166,6 +168,76 @@ func TestInventory(t *testing.T) {
 		if b.RedisAvailable == nil || *b.RedisAvailable > b.DBStock-b.HeldUnits() || *b.Drift != 0 {
 			t.Errorf("after the release: redis_available %v, db_stock %d, holds %d; want redis_available = db_stock − holds",
 				deref(b.RedisAvailable), b.DBStock, b.HeldUnits())
+		}
+	})
+
+	// stock_shards: 1 to 64, absent keeps the SKU's (1 for a new SKU), never lowered (409 shards-decrease,
+	// nothing changed); the body shows it, on GET too.
+	t.Run("put_stock_shards", func(t *testing.T) {
+		t.Parallel()
+		const sku = "INV-SHARDS"
+		for _, tc := range []struct{ name, body, kind, field string }{
+			{"zero", `{"stock":1,"price_cents":1,"stock_shards":0}`, "invalid-field", "stock_shards"},
+			{"negative", `{"stock":1,"price_cents":1,"stock_shards":-1}`, "invalid-field", "stock_shards"},
+			{"65", `{"stock":1,"price_cents":1,"stock_shards":65}`, "invalid-field", "stock_shards"},
+			{"string", `{"stock":1,"price_cents":1,"stock_shards":"x"}`, "invalid-body", ""}, // a wrong type, as for every field
+			{"fraction", `{"stock":1,"price_cents":1,"stock_shards":1.5}`, "invalid-body", ""},
+		} {
+			p := put(sku, tc.body, admin).wantProblem(t, http.StatusBadRequest, tc.kind)
+			if p.Field != tc.field || !strings.Contains(p.Detail, "stock_shards") {
+				t.Errorf("%s: problem %+v, want field %q and stock_shards in the detail", tc.name, p, tc.field)
+			}
+			if tc.kind == "invalid-field" && !strings.Contains(p.Detail, "from 1 to 64") {
+				t.Errorf("%s: detail %q, want the bounds 1 to 64", tc.name, p.Detail)
+			}
+		}
+		if _, err := e.Store.Inventory(ctx, sku); err == nil {
+			t.Fatal("a refused PUT created the SKU")
+		}
+
+		shardsOf := func(r response) int {
+			t.Helper()
+			var raw map[string]json.RawMessage
+			if err := json.Unmarshal(r.body, &raw); err != nil {
+				t.Fatal(err)
+			}
+			n, err := strconv.Atoi(string(raw["stock_shards"]))
+			if err != nil {
+				t.Fatalf("body %s: stock_shards is not an integer: %v", r.body, err)
+			}
+			return n
+		}
+		get := func() response { return e.do(http.MethodGet, "/v1/inventory/"+sku, nil, nil) }
+		check := func(step string, r response, stock int64, shards int) {
+			t.Helper()
+			if b := r.inventory(t); b.DBStock != stock || shardsOf(r) != shards || b.StockShards != shards {
+				t.Errorf("%s: %s, want db_stock %d, stock_shards %d", step, r.body, stock, shards)
+			}
+			if g := get(); shardsOf(g) != shards {
+				t.Errorf("%s: GET %s, want stock_shards %d", step, g.body, shards)
+			}
+			if inv, err := e.Store.Inventory(ctx, sku); err != nil || inv.StockShards != shards || inv.Stock != stock {
+				t.Errorf("%s: row %+v, %v; want stock %d, stock_shards %d", step, inv, err, stock, shards)
+			}
+		}
+
+		check("create with 8", put(sku, `{"stock":10,"price_cents":100,"stock_shards":8}`, admin), 10, 8)
+		check("again without the field", put(sku, `{"stock":12,"price_cents":100}`, admin), 12, 8)
+		check("grow to 16", put(sku, `{"stock":12,"price_cents":100,"stock_shards":16}`, admin), 12, 16)
+		check("the same 16", put(sku, `{"stock":12,"price_cents":100,"stock_shards":16}`, admin), 12, 16)
+
+		p := put(sku, `{"stock":3,"price_cents":100,"stock_shards":8}`, admin).wantProblem(t, http.StatusConflict, "shards-decrease")
+		if p.Field != "stock_shards" || p.SKU != sku || !strings.Contains(p.Detail, "stock_shards") ||
+			!strings.Contains(p.Detail, "16") || !strings.Contains(p.Detail, "8") {
+			t.Errorf("decrease: problem %+v, want field stock_shards, sku %s, a detail naming stock_shards, 16 and 8", p, sku)
+		}
+		check("after the refused decrease", get(), 12, 16) // nothing changed, the stock asked with it neither
+
+		if r := put("INV-SHARDS-NEW", `{"stock":1,"price_cents":1}`, admin); shardsOf(r) != 1 {
+			t.Errorf("new SKU without stock_shards: %s, want stock_shards 1", r.body)
+		}
+		if r := put("INV-SHARDS-MAX", `{"stock":1,"price_cents":1,"stock_shards":64}`, admin); shardsOf(r) != 64 {
+			t.Errorf("new SKU with 64 shards: %s, want stock_shards 64", r.body)
 		}
 	})
 
@@ -218,5 +290,5 @@ func deref(p *int64) any {
 func equalInventory(a, b api.InventoryBody) bool {
 	eq := func(x, y *int64) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
 	return a.SKU == b.SKU && a.DBStock == b.DBStock && eq(a.Holds, b.Holds) && a.PriceCents == b.PriceCents &&
-		eq(a.RedisAvailable, b.RedisAvailable) && eq(a.Drift, b.Drift)
+		eq(a.RedisAvailable, b.RedisAvailable) && eq(a.Drift, b.Drift) && a.StockShards == b.StockShards
 }

@@ -24,6 +24,7 @@ const (
 	kindLimitExceeded      kind = "limit-exceeded"          // 409: the user's units of a SKU would pass its per-user limit
 	kindOrderPending       kind = "order-pending"           // 409 + Retry-After: still deciding
 	kindAlreadyPaid        kind = "already-paid"            // 409: cancel of a paid order
+	kindShardsDecrease     kind = "shards-decrease"         // 409: a PUT of the inventory with fewer stock_shards than the SKU has
 	kindUnknownSKU         kind = "unknown-sku"             // 404
 	kindOrderNotFound      kind = "order-not-found"         // 404
 	kindNotFound           kind = "not-found"               // 404: no such route
@@ -45,7 +46,7 @@ func (k kind) status() int {
 		return http.StatusBadRequest
 	case kindKeyReused:
 		return http.StatusUnprocessableEntity
-	case kindSoldOut, kindLimitExceeded, kindOrderPending, kindAlreadyPaid:
+	case kindSoldOut, kindLimitExceeded, kindOrderPending, kindAlreadyPaid, kindShardsDecrease:
 		return http.StatusConflict
 	case kindUnknownSKU, kindOrderNotFound, kindNotFound:
 		return http.StatusNotFound
@@ -81,6 +82,8 @@ func (k kind) title() string {
 		return "The order is still being decided"
 	case kindAlreadyPaid:
 		return "The order is already paid"
+	case kindShardsDecrease:
+		return "A SKU's stock shards cannot decrease"
 	case kindUnknownSKU:
 		return "Unknown SKU"
 	case kindOrderNotFound:
@@ -115,7 +118,8 @@ type Problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
-	// Field names the invalid field (invalid-field); SKU the SKU (sold-out, limit-exceeded, unknown-sku);
+	// Field names the invalid field (invalid-field, and stock_shards of shards-decrease); SKU the SKU (sold-out,
+	// limit-exceeded, unknown-sku, shards-decrease);
 	// PerUserLimit and Held the SKU's per-user limit and the units the user already holds (limit-exceeded);
 	// OrderID the order.
 	Field        string            `json:"field,omitempty"`

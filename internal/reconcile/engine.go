@@ -27,6 +27,7 @@ type Summary struct {
 	AvailRepaired int // counters set to the truth
 	Loaded        int // missing counters loaded
 	Raced         int // SKUs whose counter could not be compared-and-set because Redis kept moving
+	Rebalanced    int // split SKUs whose shards were split evenly again, their sum in line (not drift)
 
 	StrayHolds         int
 	MarkersWithoutHold int
@@ -50,6 +51,7 @@ func (s *Summary) Add(o Summary) {
 	s.AvailRepaired += o.AvailRepaired
 	s.Loaded += o.Loaded
 	s.Raced += o.Raced
+	s.Rebalanced += o.Rebalanced
 	s.StrayHolds += o.StrayHolds
 	s.MarkersWithoutHold += o.MarkersWithoutHold
 	s.HoldsConfirmed += o.HoldsConfirmed
@@ -71,10 +73,10 @@ func (s Summary) Repairs() int {
 func (s Summary) String() string {
 	return fmt.Sprintf("skus=%d drifted=%d drift_units=%d (over %d, under %d) repairs=%d: avail_set=%d loaded=%d "+
 		"stray_holds=%d markers_without_hold=%d holds_confirmed=%d holds_released=%d leaked_orders=%d (%d units) "+
-		"resynced=%d user_units_fixed=%d raced=%d left_alone=%d anomalies=%d",
+		"resynced=%d user_units_fixed=%d raced=%d rebalanced=%d left_alone=%d anomalies=%d",
 		s.SKUs, s.Drifted, s.DriftUnits, s.OverUnits, s.UnderUnits, s.Repairs(), s.AvailRepaired, s.Loaded,
 		s.StrayHolds, s.MarkersWithoutHold, s.HoldsConfirmed, s.HoldsReleased, s.LeakedOrders, s.LeakedUnits,
-		s.Resynced, s.UserUnitsFixed, s.Raced, s.LeftAlone, s.Anomalies)
+		s.Resynced, s.UserUnitsFixed, s.Raced, s.Rebalanced, s.LeftAlone, s.Anomalies)
 }
 
 // OrderProbe tells whether an order's workflow has ended. Reconciliation only touches an order the database
@@ -310,6 +312,10 @@ func (r *Reconciler) fixAvail(ctx context.Context, sku string, mark sqlstore.Res
 			"sku", sku, "attempts", maxCASAttempts, "seen_drift", drift)
 		return nil
 	case redisstock.Repaired:
+		if drift == 0 && !resync {
+			sum.Rebalanced++ // a split SKU's shards evened out, their sum in line: not drift
+			break
+		}
 		sum.Drifted++
 		sum.DriftUnits += abs(drift)
 		if drift > 0 {

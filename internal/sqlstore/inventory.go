@@ -10,12 +10,32 @@ import (
 	"gorm.io/gorm"
 )
 
+// ErrShardsDecrease refuses a stock_shards below the SKU's: an order keeps the shard count it started with
+// for its life, and its release must find every shard it could have touched, so a SKU's shards only grow.
+// SetInventoryLocked wraps it in a *ShardsDecreaseError, which names the SKU's count and the one asked.
+var ErrShardsDecrease = errors.New("stock_shards cannot decrease")
+
+// ShardsDecreaseError is the refusal of a stock_shards below the SKU's; errors.Is(err, ErrShardsDecrease).
+type ShardsDecreaseError struct {
+	SKU     string
+	Current int // the SKU's stock_shards
+	Asked   int // the spec's, lower
+}
+
+func (e *ShardsDecreaseError) Error() string {
+	return fmt.Sprintf("set stock %s: stock_shards %d asked, below the SKU's %d: %v", e.SKU, e.Asked, e.Current, ErrShardsDecrease)
+}
+
+// Unwrap is ErrShardsDecrease.
+func (e *ShardsDecreaseError) Unwrap() error { return ErrShardsDecrease }
+
 // InventoryRow is one SKU of the inventory table.
 type InventoryRow struct {
 	SKU          string
 	Stock        int64
 	PriceCents   int64
 	PerUserLimit int64 // 0: none
+	StockShards  int   // the Redis counters the stock is split over (1: one)
 	UpdatedAt    time.Time
 }
 
@@ -25,6 +45,17 @@ type InventorySpec struct {
 	Stock        int64
 	PriceCents   int64
 	PerUserLimit int64 // 0: none
+	// StockShards is the Redis counters the stock is split over, 1 to ordersaga.MaxStockShards, never fewer than the
+	// SKU has (ErrShardsDecrease); 0 keeps the SKU's (1 for a new SKU).
+	StockShards int
+}
+
+// checkStockShards refuses a shard count of a spec outside 0 (keep) and 1 to ordersaga.MaxStockShards, naming the SKU.
+func checkStockShards(sku string, shards int) error {
+	if shards < 0 || shards > ordersaga.MaxStockShards {
+		return fmt.Errorf("%s: stock_shards %d: want 1 to %d (0: keep the SKU's)", sku, shards, ordersaga.MaxStockShards)
+	}
+	return nil
 }
 
 // KnownSKUs returns which of the SKUs exist in the inventory table.
@@ -43,8 +74,8 @@ func (s *Store) KnownSKUs(ctx context.Context, skus []string) (map[string]bool, 
 	return out, nil
 }
 
-// SetInventory creates or replaces a SKU's stock and price, without a per-user limit (seeding and tests; not
-// for orders, and Redis is left alone: reconcile.SetStock sets both).
+// SetInventory creates or replaces a SKU's stock and price, without a per-user limit and keeping its
+// stock_shards (seeding and tests; not for orders, and Redis is left alone: reconcile.SetStock sets both).
 func (s *Store) SetInventory(ctx context.Context, sku string, stock, priceCents int64) error {
 	_, err := s.SetInventoryLocked(ctx, InventorySpec{SKU: sku, Stock: stock, PriceCents: priceCents}, func(*Locked, int64) error { return nil })
 	return err
@@ -53,7 +84,7 @@ func (s *Store) SetInventory(ctx context.Context, sku string, stock, priceCents 
 // Inventory reads one SKU; ordersaga.ErrNotFound when it does not exist.
 func (s *Store) Inventory(ctx context.Context, sku string) (InventoryRow, error) {
 	var rows []InventoryRow
-	if err := s.db.WithContext(ctx).Raw("SELECT sku, stock, price_cents, per_user_limit, updated_at FROM inventory WHERE sku = ?", sku).
+	if err := s.db.WithContext(ctx).Raw("SELECT sku, stock, price_cents, per_user_limit, stock_shards, updated_at FROM inventory WHERE sku = ?", sku).
 		Scan(&rows).Error; err != nil {
 		return InventoryRow{}, fmt.Errorf("inventory %s: %w", sku, err)
 	}
@@ -72,6 +103,7 @@ type Locked struct {
 	SKU          string
 	Stock        int64 // the row's stock, as this transaction wrote or read it
 	PerUserLimit int64 // the row's per-user limit (0: none), as this transaction wrote or read it
+	StockShards  int   // the row's stock_shards (1: one counter), as this transaction wrote or read it
 }
 
 // Truth reads the SKU's truth as the locked transaction sees it: the watermark, then the ledger rows of the
@@ -92,12 +124,12 @@ func (l *Locked) Truth(held []string) (ordersaga.SKUTruth, error) {
 	return truth, nil
 }
 
-// lockSKU locks the SKU's inventory row in tx and returns its stock and per-user limit (found false when
-// there is no row). The lock comes before any other read: on MySQL the first plain read fixes the
+// lockSKU locks the SKU's inventory row in tx and returns its stock, per-user limit and stock_shards (found
+// false when there is no row). The lock comes before any other read: on MySQL the first plain read fixes the
 // transaction's snapshot, which must not predate a deduct or restore that committed before the lock.
 func (s *Store) lockSKU(tx *gorm.DB, sku string) (row lockedRow, found bool, err error) {
 	var rows []lockedRow
-	if err := tx.Raw("SELECT stock, per_user_limit FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&rows).Error; err != nil {
+	if err := tx.Raw("SELECT stock, per_user_limit, stock_shards FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&rows).Error; err != nil {
 		return lockedRow{}, false, fmt.Errorf("lock %s: %w", sku, err)
 	}
 	if len(rows) == 0 {
@@ -109,6 +141,7 @@ func (s *Store) lockSKU(tx *gorm.DB, sku string) (row lockedRow, found bool, err
 type lockedRow struct {
 	Stock        int64
 	PerUserLimit int64
+	StockShards  int
 }
 
 // WithSKULocked runs fn in a transaction (REPEATABLE READ on MySQL: its reads agree with each other) that holds
@@ -123,15 +156,17 @@ func (s *Store) WithSKULocked(ctx context.Context, sku string, fn func(l *Locked
 		case !found:
 			return fmt.Errorf("%s: %w", sku, ordersaga.ErrNotFound)
 		}
-		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: row.Stock, PerUserLimit: row.PerUserLimit})
+		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: row.Stock, PerUserLimit: row.PerUserLimit, StockShards: row.StockShards})
 	})
 }
 
-// SetInventoryLocked sets a SKU's stock, price and per-user limit (creating the SKU) and runs fn in the same
-// transaction, under the row's lock, before the commit. lower is the lower of the old and the new stock (0
-// for a new SKU: nothing was for sale), what may be promised until the commit. touched reports whether the
-// row was written (the transaction may still have failed after). A SKU that gets a limit (it had none) has
-// its users' units counted afresh from the ledger, under the same lock (user_units, userunits.go).
+// SetInventoryLocked sets a SKU's stock, price, per-user limit and stock_shards (creating the SKU) and runs fn
+// in the same transaction, under the row's lock, before the commit. lower is the lower of the old and the new
+// stock (0 for a new SKU: nothing was for sale), what may be promised until the commit. touched reports
+// whether the row was written (the transaction may still have failed after). A SKU that gets a limit (it had
+// none) has its users' units counted afresh from the ledger, under the same lock (user_units, userunits.go).
+// A spec's StockShards of 0 keeps the SKU's (1 for a new SKU); one below the SKU's is refused with a
+// *ShardsDecreaseError (ErrShardsDecrease) before anything is written, and fn is not called.
 func (s *Store) SetInventoryLocked(ctx context.Context, in InventorySpec, fn func(l *Locked, lower int64) error) (touched bool, err error) {
 	sku, stock, priceCents := in.SKU, in.Stock, in.PriceCents
 	if sku == "" {
@@ -146,23 +181,35 @@ func (s *Store) SetInventoryLocked(ctx context.Context, in InventorySpec, fn fun
 	if err := ordersaga.CheckPerUserLimit(sku, in.PerUserLimit); err != nil {
 		return false, fmt.Errorf("set stock %w", err)
 	}
+	if err := checkStockShards(sku, in.StockShards); err != nil {
+		return false, fmt.Errorf("set stock %w", err)
+	}
 	err = s.ledgerTx(ctx, func(tx *gorm.DB) error {
 		now := s.now()
 		cur, found, err := s.lockSKU(tx, sku)
 		if err != nil {
 			return fmt.Errorf("set stock: %w", err)
 		}
-		lower := stock
+		lower, shards := stock, in.StockShards
 		if !found {
 			lower = 0
-			if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, per_user_limit, updated_at) VALUES (?, ?, ?, ?, ?)",
-				sku, stock, priceCents, in.PerUserLimit, now).Error; err != nil {
+			if shards == 0 {
+				shards = 1
+			}
+			if err := tx.Exec("INSERT INTO inventory (sku, stock, price_cents, per_user_limit, stock_shards, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+				sku, stock, priceCents, in.PerUserLimit, shards, now).Error; err != nil {
 				return fmt.Errorf("set stock %s: %w", sku, err)
 			}
 		} else {
+			switch {
+			case shards == 0:
+				shards = cur.StockShards
+			case shards < cur.StockShards:
+				return &ShardsDecreaseError{SKU: sku, Current: cur.StockShards, Asked: shards}
+			}
 			lower = min(lower, cur.Stock)
-			if err := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, per_user_limit = ?, updated_at = ? WHERE sku = ?",
-				stock, priceCents, in.PerUserLimit, now, sku).Error; err != nil {
+			if err := tx.Exec("UPDATE inventory SET stock = ?, price_cents = ?, per_user_limit = ?, stock_shards = ?, updated_at = ? WHERE sku = ?",
+				stock, priceCents, in.PerUserLimit, shards, now, sku).Error; err != nil {
 				return fmt.Errorf("set stock %s: %w", sku, err)
 			}
 		}
@@ -172,7 +219,7 @@ func (s *Store) SetInventoryLocked(ctx context.Context, in InventorySpec, fn fun
 				return fmt.Errorf("set stock %s: %w", sku, err)
 			}
 		}
-		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: stock, PerUserLimit: in.PerUserLimit}, lower)
+		return fn(&Locked{s: s, tx: tx, SKU: sku, Stock: stock, PerUserLimit: in.PerUserLimit, StockShards: shards}, lower)
 	})
 	return touched, err
 }

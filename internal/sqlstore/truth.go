@@ -90,13 +90,13 @@ func (s *Store) skuTruthIn(tx *gorm.DB, sku string, watermark int64, orders []st
 	// The inventory row is read with a lock (MySQL): the latest committed stock, not an older snapshot, and no
 	// deduct or restore of the SKU commits until this transaction ends, so the ledger reads below agree with it.
 	var inv []lockedRow
-	if err := tx.Raw("SELECT stock, per_user_limit FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&inv).Error; err != nil {
+	if err := tx.Raw("SELECT stock, per_user_limit, stock_shards FROM inventory WHERE sku = ?"+s.forUpdate(), sku).Scan(&inv).Error; err != nil {
 		return ordersaga.SKUTruth{}, err
 	}
 	if len(inv) == 0 {
 		return out, nil
 	}
-	out.Stock, out.PerUserLimit, out.Known = inv[0].Stock, inv[0].PerUserLimit, true
+	out.Stock, out.PerUserLimit, out.Shards, out.Known = inv[0].Stock, inv[0].PerUserLimit, inv[0].StockShards, true
 	var rows []ledgerRow
 	if err := tx.Raw("SELECT id, order_id, op, qty FROM stock_ledger WHERE sku = ? AND id > ?", sku, watermark).
 		Scan(&rows).Error; err != nil {
