@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 )
 
@@ -62,13 +64,66 @@ func TestPlaceOrder_ASplitSKUSellsEveryUnitOnce(t *testing.T) {
 	if got := e.stock(sku); got != 0 {
 		t.Errorf("db stock = %d, want 0", got)
 	}
-	avail, held, err := e.Redis.AvailAndHeldIn(ctx, sku, 4)
-	if err != nil || avail == nil || *avail != 0 || held != 0 {
+	if avail, held, err := e.Redis.AvailAndHeldIn(ctx, sku, 4); err != nil || avail == nil || *avail != 0 || held != 0 {
 		t.Errorf("Redis over the shards: avail %v, held %d, %v; want 0 and no hold", avail, held, err)
 	}
 	for i := range 4 {
 		if a, _, _ := e.Redis.Available(ctx, redisstock.ShardName(sku, i)); a != 0 {
 			t.Errorf("shard %d has %d units left", i, a)
 		}
+	}
+}
+
+// The per-user limit of a split SKU is the database's deduct alone (no user counts in Redis, where they
+// would be split too): one user's 20 concurrent orders on a limit of 2, over 4 shards, get exactly 2 units,
+// and every other is 409 limit-exceeded naming the SKU, the limit and the 2 held; nothing else is held.
+func TestPlaceOrder_ASplitSKUKeepsThePerUserLimit(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout = time.Hour })
+	ctx := context.Background()
+	const sku, n = "SPLIT-LIM", 20
+	if r := e.putInventory(sku, `{"stock":100,"price_cents":100,"per_user_limit":2,"stock_shards":4}`); r.status != http.StatusOK {
+		t.Fatalf("PUT inventory: %s", r)
+	}
+	res := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { res[i] = e.place(fmt.Sprintf("lim-%02d", i), orderBody("one-user", ordersaga.Line{SKU: sku, Qty: 1})) })
+	}
+	wg.Wait()
+	placed := 0
+	for i, r := range res {
+		switch r.status {
+		case http.StatusCreated, http.StatusOK:
+			placed++
+		case http.StatusConflict:
+			p := r.wantProblem(t, http.StatusConflict, "limit-exceeded")
+			if p.SKU != sku || p.PerUserLimit == nil || *p.PerUserLimit != 2 || p.Held == nil || *p.Held != 2 {
+				t.Errorf("order %d refused with %+v, want %s limit 2 held 2", i, p, sku)
+			}
+		default:
+			t.Errorf("order %d: %s", i, r)
+		}
+	}
+	if placed != 2 {
+		t.Fatalf("%d of %d orders of one user placed on a limit of 2, want 2", placed, n)
+	}
+	// The refused orders' holds are given back by their compensation, which runs after their answer.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		avail, held, err := e.Redis.AvailAndHeldIn(ctx, sku, 4)
+		if err == nil && avail != nil && *avail == 98 && held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			if avail == nil {
+				avail = new(int64)
+			}
+			t.Fatalf("Redis over the shards: avail %d held %d %v; want 98 and no hold", *avail, held, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := e.stock(sku); got != 98 {
+		t.Errorf("db stock %d, want 98", got)
 	}
 }
