@@ -88,7 +88,9 @@ func TestPlaceOrder_ASplitSKUKeepsThePerUserLimit(t *testing.T) {
 	res := make([]response, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { res[i] = e.place(fmt.Sprintf("lim-%02d", i), orderBody("one-user", ordersaga.Line{SKU: sku, Qty: 1})) })
+		wg.Go(func() {
+			res[i] = e.place(fmt.Sprintf("lim-%02d", i), orderBody("one-user", ordersaga.Line{SKU: sku, Qty: 1}))
+		})
 	}
 	wg.Wait()
 	placed := 0
