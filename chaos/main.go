@@ -95,6 +95,7 @@ func parseScenario(name string, args []string, stderr io.Writer) (scenario, erro
 	fs.DurationVar(&sc.Duration, "duration", sc.Duration, "load lasts at least this long (soak)")
 	fs.Float64Var(&sc.Rate, "rate", sc.Rate, "orders started per second across both APIs")
 	fs.IntVar(&sc.Stock, "stock", sc.Stock, "initial stock of each SKU (0: -orders, at least 20)")
+	fs.IntVar(&sc.StockShards, "stock-shards", 0, "split the first SKU's Redis stock over this many counters (stock_shards, 2 to 64; 0: not split)")
 	fs.BoolVar(&sc.KeepDB, "keep-db", false, "keep the run's database (default: dropped when the verdict is clean)")
 	fs.StringVar(&sc.Dir, "dir", "", "working directory for binaries, logs and the Temporal file (default: a new temporary one)")
 	fs.BoolVar(&sc.Rekill, "rekill", false, "worker kills may hit an order an earlier kill already hit (default: such orders are spared)")

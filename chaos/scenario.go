@@ -24,6 +24,9 @@ type scenario struct {
 	Duration time.Duration // the load lasts at least this long (soak)
 	Rate     float64       // orders started per second
 	Stock    int           // initial stock per SKU (but one: stocks); 0: Orders, at least 20 (most orders reach Temporal)
+	// StockShards splits the first SKU's Redis stock (the one whose master the cluster faults kill) over this
+	// many counters (stock_shards; 0: not split).
+	StockShards int
 	KeepDB   bool
 	Dir      string
 	Only     []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
@@ -140,8 +143,12 @@ var soldOutSKU = skus[len(skus)-1]
 
 // seed creates the SKUs through the admin API.
 func (r *runState) seed(ctx context.Context, stocks map[string]int64) error {
-	for _, sku := range skus {
-		body, _ := json.Marshal(map[string]int64{"stock": stocks[sku], "price_cents": 999})
+	for i, sku := range skus {
+		spec := map[string]int64{"stock": stocks[sku], "price_cents": 999}
+		if i == 0 && r.sc.StockShards > 0 {
+			spec["stock_shards"] = int64(r.sc.StockShards)
+		}
+		body, _ := json.Marshal(spec)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.t.apiURLs[0]+"/v1/inventory/"+sku, bytes.NewReader(body))
 		if err != nil {
 			return err
