@@ -2,8 +2,10 @@
 // pair back to back, and prints one table with the absolute rates and their ratio:
 //
 //  1. sold-out rejections through the HTTP API vs a bare net/http handler answering 409;
-//  2. the Lua reserve vs a trivial EVALSHA on the same Redis; with -redis-cluster (or -redis-cluster-addrs), the
-//     sold-out check and the Lua reserve on a Redis Cluster vs the same on the one Redis, in the same run;
+//  2. the Lua reserve vs a trivial EVALSHA on the same Redis; a hot SKU's reserve with its stock in 8 shards vs
+//     in one counter (redisstock.Store.ReserveIn); with -redis-cluster (or -redis-cluster-addrs), the sold-out
+//     check and the Lua reserve on a Redis Cluster vs the same on the one Redis, and the 8 shards vs 1 on the
+//     cluster, in the same run;
 //  3. orders accepted end to end vs a bare workflow of the same shape on the same Temporal server;
 //  4. the DB deduct transaction on one hot SKU vs the bare conditional UPDATE on the same database;
 //  5. orders accepted per second during a flood of sold-out orders at 10x that rate vs without the flood

@@ -44,3 +44,17 @@ func TestWriteMarkdownSaysWhenNoPairRan(t *testing.T) {
 		t.Errorf("a run without a headline pair printed:\n%s", got)
 	}
 }
+
+// A pair without a target marked InMarkdown (the shard pairs) is a row of the table, its target cell "none".
+func TestWriteMarkdownKeepsPairsMarkedInMarkdown(t *testing.T) {
+	t.Parallel()
+	sec := func(name string, ops int64) result { return result{Name: name, Ops: ops, Elapsed: 2 * time.Second} }
+	hot := pair{Layer: "2g Lua reserve, hot SKU, 8 shards ÷ 1 shard, cluster", Real: sec("ReserveIn, 8 shards", 30000),
+		Limit: sec("ReserveIn, 1 shard", 20000), Only: "redis -redis-cluster", Load: "1.00 1.00 1.00", InMarkdown: true}
+	var b strings.Builder
+	writeMarkdown(&b, append(fixedPairs(), hot), runInfo{CPUs: 2, CPU: "x", Commit: "abc1234", Started: time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)})
+	want := "| 2g Lua reserve, hot SKU, 8 shards ÷ 1 shard, cluster | ReserveIn, 8 shards | 15000 | ReserveIn, 1 shard | 10000 | **150 %** | none | 2 CPUs, x, load 1.00 1.00 1.00 | abc1234 | 2026-12-07 | `scripts/bench.sh -only redis -redis-cluster` |\n"
+	if got := b.String(); !strings.Contains(got, want) || strings.Contains(got, "fast path bought") {
+		t.Errorf("got\n%s\nwant a row\n%s", got, want)
+	}
+}

@@ -136,6 +136,8 @@ type pair struct {
 	Comment string
 	Only    string // the arguments after -only that measure the pair again ("temporal -temporal real")
 	Load    string // the load average when its step started
+	// InMarkdown puts a pair without a target in BENCHMARKS.md's table too (its target cell says none).
+	InMarkdown bool
 }
 
 func (p pair) Ratio() float64 {

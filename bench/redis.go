@@ -74,8 +74,11 @@ func benchRedis(ctx context.Context, o opts) ([]pair, error) {
 	cand, limit := measurePair(ctx, o, o.conc, "", "reserve.lua without the version INCR", noVersionOp, "EVALSHA `return 1`", trivialOp(stocked))
 	out = append(out, pair{Layer: "2b … candidate: no version bump", Real: cand, Limit: limit,
 		Comment: "candidate, not in the code: the in-stock reserve without the INCR of inv:{SKU}:ver (reconciliation's compare-and-set)"})
-	if !o.wantsCluster() {
-		return out, nil
+	hot, err := benchShards(ctx, o, rdb, prefix, "2f Lua reserve, hot SKU, 8 shards ÷ 1 shard, one Redis", "redis",
+		"real Redis "+o.redisAddr)
+	out = append(out, hot)
+	if err != nil || !o.wantsCluster() {
+		return out, err
 	}
 	more, err := benchRedisCluster(ctx, o)
 	return append(out, more...), err

@@ -165,6 +165,14 @@ func benchRedisCluster(ctx context.Context, o opts) ([]pair, error) {
 			return out, ctx.Err()
 		}
 	}
+	hot, err := benchShards(ctx, o, cluster, prefix, "2g Lua reserve, hot SKU, 8 shards ÷ 1 shard, cluster", "redis -redis-cluster", where)
+	if err != nil {
+		return out, fmt.Errorf("shards on the cluster: %w", err)
+	}
+	out = append(out, hot)
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
 	cc, ok := cluster.(*redis.ClusterClient)
 	if !ok {
 		return out, fmt.Errorf("redis cluster: the client is a %T, not a cluster client", cluster)

@@ -56,8 +56,8 @@ func TestOnACluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pairs) != 4 {
-			t.Fatalf("%d pairs, want 4 (sold-out check, sold-out reserve, in-stock reserve, reserve then WAIT 1)", len(pairs))
+		if len(pairs) != 5 {
+			t.Fatalf("%d pairs, want 5 (sold-out check, sold-out reserve, in-stock reserve, hot SKU in 8 shards ÷ 1, reserve then WAIT 1)", len(pairs))
 		}
 		for _, p := range pairs {
 			for _, r := range []result{p.Real, p.Limit} {
@@ -72,6 +72,11 @@ func TestOnACluster(t *testing.T) {
 			if p.Target != 0 {
 				t.Errorf("%s: target %v, want none (the issue sets none for the cluster's ratio)", p.Layer, p.Target)
 			}
+		}
+		// The shard pair says where the 8 shards are: spread over the 3 masters.
+		hot := pairs[3]
+		if !strings.HasPrefix(hot.Layer, "2g") || !hot.InMarkdown || !strings.Contains(hot.Comment, "the 8 shards on 3 masters") {
+			t.Errorf("the shard pair: %q (in the Markdown table: %v): %s", hot.Layer, hot.InMarkdown, hot.Comment)
 		}
 	})
 }

@@ -119,6 +119,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cf
 	fs.Float64Var(&cfg.WrongAmountShare, "wrong-amount-share", cfg.WrongAmountShare, "share of the orders to pay whose first payment is of amount − 1 (refunded once); half of them then pay right, the rest expire")
 	fs.Float64Var(&cfg.DuplicateRatio, "duplicate-ratio", cfg.DuplicateRatio, "share of orders, payments and cancels sent twice with the same key")
 	fs.Int64Var(&cfg.PerUserLimit, "per-user-limit", cfg.PerUserLimit, "per-user limit set on every SKU with the stock (PUT per_user_limit): the most units one user may hold; 0 = none")
+	fs.IntVar(&cfg.StockShards, "stock-shards", cfg.StockShards, "stock_shards set on every SKU with the stock (PUT stock_shards): the Redis counters each SKU's stock is split over, 1-64 (a SKU's shards only grow); 0 = the field is not sent")
 	fs.Float64Var(&cfg.BotRatio, "bot-ratio", cfg.BotRatio, "share of the buyers that are bots: a bot orders the same SKU again as the same user, with a fresh Idempotency-Key each time, whatever the answer")
 	fs.IntVar(&cfg.BotAttempts, "bot-attempts", cfg.BotAttempts, "most orders a bot sends per visit (while the sale fires)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice (a run is repeatable)")

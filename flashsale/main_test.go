@@ -46,6 +46,8 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"provider not a URL", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--provider", "127.0.0.1:8091"}, `--provider "127.0.0.1:8091"`},
 		{"bad provider check on a rejudge", []string{"flashsale", "--rejudge", "dir", "--target", "http://127.0.0.1:8080", "--provider-check", "yes"}, `--provider-check "yes"`},
 		{"qty above the limit", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--per-user-limit", "2", "--qty", "3"}, "--qty 3 is above --per-user-limit 2"},
+		{"stock shards past 64", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "--stock-shards", "65"}, "--stock-shards 65: want 1-64"},
+		{"negative stock shards", []string{"flashsale", "--admin-token", "x", "--webhook-secret", "y", "-stock-shards", "-1"}, "--stock-shards -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,5 +111,17 @@ func TestFloodPairFlags(t *testing.T) {
 	cfg, _, err = parseFlags([]string{"flashsale"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err == nil || cfg.FloodPair || cfg.FloodX != 10 {
 		t.Errorf("a sale without a webhook secret: err %v; defaults flood-pair %v, flood-x %g", err, cfg.FloodPair, cfg.FloodX)
+	}
+}
+
+func TestStockShardsFlag(t *testing.T) {
+	env := map[string]string{"ADMIN_TOKEN": "tok", "PAYMENT_WEBHOOK_SECRET": "hook"}
+	cfg, _, err := parseFlags([]string{"flashsale", "-stock-shards", "8"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err != nil || cfg.StockShards != 8 {
+		t.Fatalf("-stock-shards 8: %d, %v", cfg.StockShards, err)
+	}
+	cfg, _, err = parseFlags([]string{"flashsale"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err != nil || cfg.StockShards != 0 {
+		t.Fatalf("default: %d shards, %v; want 0 (not sent)", cfg.StockShards, err)
 	}
 }

@@ -5,9 +5,13 @@
 #   scripts/bench.sh                      # all pairs, real Redis and MariaDB of this machine
 #   scripts/bench.sh -only redis,db       # some layers
 #   scripts/bench.sh -profile /tmp/prof   # also CPU profiles of the real sides (go tool pprof -top …)
+#   scripts/bench.sh -only redis          # the Lua reserve (2a, 2b), and a hot SKU's reserve with its stock in 8
+#                                         # shards against 1 (2f, "hot SKU, 1 vs 8 shards", redisstock ReserveIn)
 #   scripts/bench.sh -only redis -redis-cluster   # also the sold-out check and the Lua reserve on a Redis Cluster
-#                                         # (3 masters, 3 replicas started for the run) against one Redis;
-#                                         # -redis-cluster-addrs a:p,b:p uses a running cluster instead
+#                                         # (3 masters, 3 replicas started for the run) against one Redis, and the
+#                                         # hot SKU in 8 shards against 1 on the cluster (2g: the shards spread
+#                                         # over the 3 masters); -redis-cluster-addrs a:p,b:p uses a running
+#                                         # cluster instead
 #   scripts/bench.sh -only flood          # pair 5: flashsale --flood-pair against the local stack (about 2 minutes)
 #   scripts/bench.sh -markdown            # BENCHMARKS.md's table on stdout (machine, commit, date, command per row),
 #                                         # the text table on stderr

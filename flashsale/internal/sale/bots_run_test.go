@@ -76,7 +76,7 @@ func serverKeepsPerUserLimit(t *testing.T, url string) bool {
 	c := sale.NewClient(url, testAdmin, testSecret, 2, 10*time.Second)
 	defer c.Close()
 	sku := "FS-PROBE-" + strings.ReplaceAll(time.Now().UTC().Format("150405.000000"), ".", "")
-	if _, err := c.PutInventory(ctx, sku, 1, 100, 0); err != nil {
+	if _, err := c.PutInventory(ctx, sku, 1, 100, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/inventory/"+sku, nil)

@@ -71,6 +71,8 @@ type Problem struct {
 	Detail string `json:"detail"`
 	// SKU is the SKU a sold-out or limit-exceeded answer names (the undersold check judges that line).
 	SKU string `json:"sku,omitempty"`
+	// Field is the request member an invalid-field answer names (a PUT's stock_shards, per_user_limit, …).
+	Field string `json:"field,omitempty"`
 }
 
 // soldOut reports whether the problem is the sold-out kind (the last path element of its type names the kind).
@@ -172,20 +174,28 @@ func (c *Client) want(op string, a Answer, err error, status int, into any) erro
 	return nil
 }
 
-// PutInventory sets a SKU's stock, price and per-user limit (admin). A limit of 0 is left out of the body
-// (absent = no limit, docs/http-api.md), so a run without a limit works against a server that predates it. With
-// a limit, the answer must show it back (per_user_limit): a server that ignores the field would not enforce it.
-func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents, perUserLimit int64) (ordersaga.InventoryBody, error) {
-	req := map[string]int64{"stock": stock, "price_cents": priceCents}
-	if perUserLimit > 0 {
-		req["per_user_limit"] = perUserLimit
-	}
-	body, _ := json.Marshal(req)
+// PutInventory sets a SKU's stock, price, per-user limit and stock shards (admin). A limit of 0 is left out of
+// the body (absent = no limit, docs/http-api.md), so a run without a limit works against a server that predates
+// it; so is a stockShards of 0 (absent = the SKU keeps its shards, 1 for a new SKU). With a limit or shards, the
+// answer must show them back (per_user_limit, stock_shards): a server that ignores the field would not apply it.
+func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents, perUserLimit int64, stockShards int) (ordersaga.InventoryBody, error) {
+	body := putInventoryBody(stock, priceCents, perUserLimit, stockShards)
 	a, err := c.do(ctx, http.MethodPut, "/v1/inventory/"+url.PathEscape(sku), http.Header{"Authorization": {"Bearer " + c.admin}}, body)
 	var inv ordersaga.InventoryBody
 	if err := c.want("put inventory "+sku, a, err, http.StatusOK, &inv); err != nil {
-		if perUserLimit > 0 && a.Status == http.StatusBadRequest {
-			return inv, fmt.Errorf("%w (does the server take per_user_limit yet?)", err)
+		if a.Status != http.StatusBadRequest {
+			return inv, err
+		}
+		// A server from before a member refuses it as an unknown field (naming no field of the problem).
+		var newer []string
+		if perUserLimit > 0 && (a.Problem.Field == "" || a.Problem.Field == "per_user_limit") {
+			newer = append(newer, "per_user_limit")
+		}
+		if stockShards > 0 && (a.Problem.Field == "" || a.Problem.Field == "stock_shards") {
+			newer = append(newer, "stock_shards")
+		}
+		if len(newer) > 0 {
+			return inv, fmt.Errorf("%w (does the server take %s yet?)", err, strings.Join(newer, " and "))
 		}
 		return inv, err
 	}
@@ -195,7 +205,39 @@ func (c *Client) PutInventory(ctx context.Context, sku string, stock, priceCents
 			return inv, fmt.Errorf("put inventory %s: per_user_limit %d sent, the answer shows %s: the server does not keep the per-user limit", sku, perUserLimit, limitText(got, ok))
 		}
 	}
+	if stockShards > 0 {
+		got, ok := StockShardsOf(a.Body)
+		if !ok || got != stockShards {
+			return inv, fmt.Errorf("put inventory %s: stock_shards %d sent, the answer shows %s: the server does not keep the stock shards", sku, stockShards, limitText(int64(got), ok))
+		}
+	}
 	return inv, nil
+}
+
+// putInventoryBody is the body of PUT /v1/inventory: stock and price, and the per-user limit and the stock
+// shards when above 0.
+func putInventoryBody(stock, priceCents, perUserLimit int64, stockShards int) []byte {
+	req := map[string]int64{"stock": stock, "price_cents": priceCents}
+	if perUserLimit > 0 {
+		req["per_user_limit"] = perUserLimit
+	}
+	if stockShards > 0 {
+		req["stock_shards"] = int64(stockShards)
+	}
+	body, _ := json.Marshal(req)
+	return body
+}
+
+// StockShardsOf reads the stock_shards member of an inventory body (the Redis counters the SKU's stock is split
+// over); ok is false when the body has none (a server from before stock shards) or it is not an integer.
+func StockShardsOf(body []byte) (shards int, ok bool) {
+	var v struct {
+		StockShards *int `json:"stock_shards"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || v.StockShards == nil {
+		return 0, false
+	}
+	return *v.StockShards, true
 }
 
 // PerUserLimitOf reads the per_user_limit member of an inventory body; ok is false when the body has none (a
@@ -219,9 +261,20 @@ func limitText(v int64, ok bool) string {
 
 // GetInventory reads a SKU's inventory.
 func (c *Client) GetInventory(ctx context.Context, sku string) (ordersaga.InventoryBody, error) {
+	inv, _, err := c.GetInventoryShards(ctx, sku)
+	return inv, err
+}
+
+// GetInventoryShards reads a SKU's inventory and its stock_shards (0 when the body has none: a server from
+// before stock shards).
+func (c *Client) GetInventoryShards(ctx context.Context, sku string) (ordersaga.InventoryBody, int, error) {
 	a, err := c.do(ctx, http.MethodGet, "/v1/inventory/"+url.PathEscape(sku), nil, nil)
 	var inv ordersaga.InventoryBody
-	return inv, c.want("get inventory "+sku, a, err, http.StatusOK, &inv)
+	if err := c.want("get inventory "+sku, a, err, http.StatusOK, &inv); err != nil {
+		return inv, 0, err
+	}
+	shards, _ := StockShardsOf(a.Body)
+	return inv, shards, nil
 }
 
 // OrderRequest is the body of POST /v1/orders. It stays the tool's own: the API's request type is

@@ -44,6 +44,9 @@ type Config struct {
 	// PerUserLimit is the per-user limit set on every SKU with the stock (PUT /v1/inventory per_user_limit):
 	// the most units of a SKU one user_id may hold; 0 = no limit (the field is then left out of the PUT).
 	PerUserLimit int64
+	// StockShards is the stock_shards set on every SKU with the stock (PUT /v1/inventory stock_shards): the
+	// Redis counters each SKU's stock is split over, 1 to MaxStockShards; 0 = not sent (a new SKU has 1).
+	StockShards int
 	// BotRatio is the share of the buyers (user IDs) that are bots: a bot does not stop at its answer but
 	// orders the same SKU again as the same user_id, with a fresh Idempotency-Key each time, up to
 	// BotAttempts requests per visit (while the sale is firing), like a scalper against "two per customer".
@@ -115,6 +118,9 @@ func DefaultConfig() Config {
 	}
 }
 
+// MaxStockShards is the most stock_shards the API takes (PUT /v1/inventory: 1 to 64).
+const MaxStockShards = 64
+
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // Validate checks the configuration and fills RunID and SKUPrefix when empty; the error names the flag.
@@ -169,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PerUserLimit > 0 && c.Qty > c.PerUserLimit {
 		errs = append(errs, fmt.Errorf("--qty %d is above --per-user-limit %d: every order would be refused", c.Qty, c.PerUserLimit))
+	}
+	if c.StockShards < 0 || c.StockShards > MaxStockShards {
+		errs = append(errs, fmt.Errorf("--stock-shards %d: want 1-%d Redis counters per SKU, or 0 (the field is not sent)", c.StockShards, MaxStockShards))
 	}
 	if !(c.BotRatio >= 0 && c.BotRatio <= 1) { // NaN too
 		errs = append(errs, fmt.Errorf("--bot-ratio %g: want a share of the buyers between 0 and 1", c.BotRatio))
@@ -294,6 +303,10 @@ func (c Config) Params() []Param {
 	if c.PerUserLimit > 0 {
 		limit = strconv.FormatInt(c.PerUserLimit, 10)
 	}
+	shards := "not sent"
+	if c.StockShards > 0 {
+		shards = strconv.Itoa(c.StockShards)
+	}
 	return []Param{
 		{"target", c.Target}, {"run-id", c.RunID}, {"mode", mode},
 		{"rate", f(c.Rate)}, {"concurrency", strconv.Itoa(c.Concurrency)}, {"duration", c.Duration.String()},
@@ -302,7 +315,7 @@ func (c Config) Params() []Param {
 		{"qty", strconv.FormatInt(c.Qty, 10)}, {"currency", c.Currency},
 		{"pay-ratio", f(c.PayRatio)}, {"cancel-ratio", f(c.CancelRatio)}, {"late-pay-ratio", f(c.LatePayRatio)},
 		{"duplicate-ratio", f(c.DuplicateRatio)}, {"wrong-amount-share", f(c.WrongAmountShare)},
-		{"per-user-limit", limit}, {"bot-ratio", f(c.BotRatio)}, {"bot-attempts", strconv.Itoa(c.BotAttempts)},
+		{"per-user-limit", limit}, {"stock-shards", shards}, {"bot-ratio", f(c.BotRatio)}, {"bot-attempts", strconv.Itoa(c.BotAttempts)},
 		{"seed", strconv.FormatUint(c.Seed, 10)},
 		{"quiet-timeout", c.QuietTimeout.String()}, {"grace", c.Grace.String()}, {"database", db},
 		{"provider", c.ProviderURL}, {"provider-check", c.ProviderCheck},

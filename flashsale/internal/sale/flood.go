@@ -214,7 +214,7 @@ func FloodPair(ctx context.Context, cfg Config, opts Options) (*FloodResult, err
 		sku   string
 		stock int64
 	}{{win1, floodStock}, {win2, floodStock}, {gone, 0}} {
-		if _, err := f.c.PutInventory(ctx, s.sku, s.stock, cfg.PriceCents, cfg.PerUserLimit); err != nil {
+		if _, err := f.c.PutInventory(ctx, s.sku, s.stock, cfg.PriceCents, cfg.PerUserLimit, cfg.StockShards); err != nil {
 			return nil, fmt.Errorf("set stock: %w", err)
 		}
 	}

@@ -53,6 +53,9 @@ type pageData struct {
 	PayRows      []countRow
 	ErrorRows    []countRow
 	ToolCPULines []string
+	// ShowShards adds the final inventory's stock shards column; ShardsText states them (Report.shardsText).
+	ShowShards bool
+	ShardsText string
 }
 
 // maxFindingsShown bounds the findings listed on the page (the JSON has them all).
@@ -61,7 +64,7 @@ const maxFindingsShown = 200
 // WriteHTML renders the report as one self-contained page: inline CSS and SVG, no script, font or image
 // fetched from anywhere, so it opens offline.
 func (rep *Report) WriteHTML(w io.Writer) error {
-	d := pageData{Report: rep, OK: rep.Verdict.OK(), ToolCPULines: rep.toolCPULines()}
+	d := pageData{Report: rep, OK: rep.Verdict.OK(), ToolCPULines: rep.toolCPULines(), ShowShards: rep.shardsShown(), ShardsText: rep.shardsText()}
 	for _, c := range AllChecks {
 		row := checkRow{Name: c, N: rep.Verdict.Counts.get(c), BySource: map[string]int64{}}
 		for src, counts := range rep.Verdict.BySource {

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -173,6 +175,9 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	if l, b := rep.Param("per-user-limit"), rep.Param("bot-ratio"); l != "" && l != "none" || b != "" && b != "0" {
 		fmt.Fprintf(w, "  per-user limit %s; bots %s of the buyers, up to %s orders a visit, sent %d orders\n", orDash(l), orDash(b), orDash(rep.Param("bot-attempts")), rep.BotRequests)
 	}
+	if l := rep.shardsText(); l != "" {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	fmt.Fprintf(w, "  buyers sent %d (skipped %d), answered %.0f/s: accepted %d, sold out %d, limit exceeded %d, errors %d; resends %d\n",
 		rep.Sent, rep.Skipped, rep.AnsweredRate, rep.Counts["accepted"], rep.Counts["sold_out"], rep.Counts["limit_exceeded"], rep.Counts["error"], rep.Counts["duplicate"])
 	for _, l := range rep.toolCPULines() {
@@ -240,6 +245,54 @@ func (rep *Report) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  [%s/%s] %s\n", f.Source, f.Check, findingText(f))
 	}
+}
+
+// shardsShown reports whether the report states the SKUs' stock shards: the run asked for some
+// (--stock-shards), or a SKU's stock is split (stock_shards above 1 at the end).
+func (rep *Report) shardsShown() bool {
+	if asked := rep.Param("stock-shards"); asked != "" && asked != "not sent" {
+		return true
+	}
+	for _, s := range rep.Final {
+		if s.StockShards > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// maxShardSKUs is the most SKUs whose stock shards shardsText names one by one; past it, it counts the SKUs
+// per shard count.
+const maxShardSKUs = 10
+
+// shardsText states the stock shards of each SKU as GET /v1/inventory showed them at the end, and what the
+// run asked for ("" when shardsShown is false).
+func (rep *Report) shardsText() string {
+	if !rep.shardsShown() {
+		return ""
+	}
+	shown := func(n int) string {
+		if n == 0 {
+			return "unread"
+		}
+		return strconv.Itoa(n)
+	}
+	var parts []string
+	if len(rep.Final) <= maxShardSKUs {
+		for _, s := range rep.Final {
+			parts = append(parts, s.SKU+"="+shown(s.StockShards))
+		}
+	} else {
+		count := map[int]int{}
+		for _, s := range rep.Final {
+			count[s.StockShards]++
+		}
+		ns := slices.Sorted(maps.Keys(count))
+		for _, n := range ns {
+			parts = append(parts, fmt.Sprintf("%s on %d SKUs", shown(n), count[n]))
+		}
+	}
+	return fmt.Sprintf("stock shards (GET /v1/inventory at the end): %s; --stock-shards %s", strings.Join(parts, ", "), orDash(rep.Param("stock-shards")))
 }
 
 func orDash(s string) string {

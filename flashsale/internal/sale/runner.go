@@ -129,7 +129,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 	r.stats = NewStats(started)
 	r.startAvail = make(map[string]*int64, len(r.skus))
 	for _, sku := range r.skus {
-		inv, err := r.c.PutInventory(ctx, sku, cfg.Stock, cfg.PriceCents, cfg.PerUserLimit)
+		inv, err := r.c.PutInventory(ctx, sku, cfg.Stock, cfg.PriceCents, cfg.PerUserLimit, cfg.StockShards)
 		if err != nil {
 			return nil, fmt.Errorf("set stock: %w", err)
 		}
@@ -218,8 +218,8 @@ func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
 	r.mu.Unlock()
 	for _, sku := range r.skus {
 		ss := SKUSnapshot{SKU: sku, Initial: r.cfg.Stock, PerUserLimit: r.cfg.PerUserLimit, StartAvailable: r.startAvail[sku]}
-		if inv, err := r.c.GetInventory(ctx, sku); err == nil {
-			ss.API = &inv
+		if inv, shards, err := r.c.GetInventoryShards(ctx, sku); err == nil {
+			ss.API, ss.StockShards = &inv, shards
 		} else {
 			r.stats.Error("inventory", err.Error())
 		}

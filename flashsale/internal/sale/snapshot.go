@@ -44,6 +44,9 @@ type SKUSnapshot struct {
 	// account for. nil when Redis had not loaded the SKU, and in a report from before the field.
 	StartAvailable *int64                   `json:"start_available,omitempty"`
 	API            *ordersaga.InventoryBody `json:"api,omitempty"`
+	// StockShards is stock_shards as GET /v1/inventory showed it at the end: the Redis counters the SKU's
+	// stock is split over (0 when the body has none: a server from before stock shards, or unreadable).
+	StockShards int `json:"stock_shards,omitempty"`
 }
 
 // Order actions the run takes on an accepted order.
