@@ -169,14 +169,7 @@ func writeTable(w io.Writer, pairs []pair, started time.Time, loadBefore, loadAf
 	fmt.Fprintln(w, "| layer | measured | ops/s | p50 / p99 | limit | ops/s | p50 / p99 | ratio | target |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---|---:|---:|---:|---:|")
 	for _, p := range pairs {
-		target := ""
-		if p.Target > 0 {
-			mark := "✗"
-			if p.Ratio() >= p.Target {
-				mark = "✓"
-			}
-			target = fmt.Sprintf("≥ %.0f%% %s", p.Target*100, mark)
-		}
+		target := p.targetMark("", "")
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.0f%% | %s |\n", p.Layer, p.Real.Name, fmtRate(p.Real), fmtLat(p.Real),
 			p.Limit.Name, fmtRate(p.Limit), fmtLat(p.Limit), p.Ratio()*100, target)
 	}

@@ -34,14 +34,7 @@ func writeMarkdown(w io.Writer, pairs []pair, run runInfo) {
 	fmt.Fprintln(w, "| layer | measured | ops/s | limit | ops/s | ratio | target | machine | commit | date | reproduce |")
 	fmt.Fprintln(w, "|---|---|---:|---|---:|---:|---|---|---|---|---|")
 	for _, p := range rows {
-		target := "none"
-		if p.Target > 0 {
-			mark := "✗"
-			if p.Ratio() >= p.Target {
-				mark = "✓"
-			}
-			target = fmt.Sprintf("≥ %.0f %% %s", p.Target*100, mark)
-		}
+		target := p.targetMark(" ", "none")
 		machine := fmt.Sprintf("%d CPUs, %s, load %s", run.CPUs, run.CPU, p.Load)
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | **%.0f %%** | %s | %s | %s | %s | `scripts/bench.sh -only %s` |\n",
 			cell(p.Layer), cell(p.Real.Name), fmtRate(p.Real), cell(p.Limit.Name), fmtRate(p.Limit), p.Ratio()*100,

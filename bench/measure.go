@@ -147,6 +147,19 @@ func (p pair) Ratio() float64 {
 	return p.Real.Rate() / p.Limit.Rate()
 }
 
+// targetMark is the pair's target and whether the ratio meets it ("≥ 80 % ✓" with sep " "), or none when it
+// has no target.
+func (p pair) targetMark(sep, none string) string {
+	if p.Target <= 0 {
+		return none
+	}
+	mark := "✗"
+	if p.Ratio() >= p.Target {
+		mark = "✓"
+	}
+	return fmt.Sprintf("≥ %.0f%s%% %s", p.Target*100, sep, mark)
+}
+
 func fmtRate(r result) string {
 	if r.Ops == 0 && r.FirstErr != nil {
 		return "error"
