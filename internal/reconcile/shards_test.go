@@ -12,8 +12,8 @@ import (
 )
 
 // A SKU's stock in shards, under orders that are paid, cancelled and left to expire, with reconciliation
-// running all along and a shard drifted under and another over before the load: no unit is sold twice or
-// lost, and once quiet every shard's counter adds up to the database's stock with no hold left.
+// running all along, a shard drifted under, another over and a third holding a stray hold before the load: no
+// unit is sold twice or lost, and once quiet every shard's counter adds up to the database's stock with no hold left.
 func TestReconcile_SplitSKUsUnderLoadKeepEveryInvariant(t *testing.T) {
 	t.Parallel()
 	e := startEnv(t, envOptions{})
@@ -35,6 +35,8 @@ func TestReconcile_SplitSKUsUnderLoadKeepEveryInvariant(t *testing.T) {
 	// Drift: one shard of A promises 3 too many, one of B lost 4.
 	mustOK(t, e.rs.SetAvailable(ctx, redisstock.ShardName("SPLIT-A", 2), 13))
 	mustOK(t, e.rs.SetAvailable(ctx, redisstock.ShardName("SPLIT-B", 5), 0))
+	// A hold without a marker on a shard other than the first (an order nobody knows): dropped.
+	mustOK(t, e.rs.Client().HSet(ctx, e.rs.HoldsKey(redisstock.ShardName("SPLIT-A", 3)), "ghost", 2).Err())
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
