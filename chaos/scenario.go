@@ -27,11 +27,11 @@ type scenario struct {
 	// StockShards splits the first SKU's Redis stock (the one whose master the cluster faults kill) over this
 	// many counters (stock_shards; 0: not split).
 	StockShards int
-	KeepDB   bool
-	Dir      string
-	Only     []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
-	Rekill   bool     // worker kills may hit an order an earlier kill hit (workerKill.rekill)
-	OwnMySQL bool     // the run starts a MariaDB server of its own, which the mysql_restart fault may kill
+	KeepDB      bool
+	Dir         string
+	Only        []string // soak: draw only these fault kinds (their RESULT names); empty: every kind
+	Rekill      bool     // worker kills may hit an order an earlier kill hit (workerKill.rekill)
+	OwnMySQL    bool     // the run starts a MariaDB server of its own, which the mysql_restart fault may kill
 	// RedisCluster: the run's Redis is a Redis Cluster of its own (3 masters, 1 replica each), whose
 	// masters the cluster faults kill (cluster.go).
 	RedisCluster bool
