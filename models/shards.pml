@@ -7,9 +7,10 @@
  * Redis. The SKU's Redis stock lives in S shards (here S = 2). A shard is an independent key group, possibly on
  * another Redis Cluster master: its counter avail, its holds hash (order -> units), its per-order markers and its
  * version. Each Lua script touches ONE shard atomically (one d_step here); nothing is atomic across shards.
- * Marker of (shard, order): none, H:<qty> held, C:<qty> confirmed, R:<qty> released, T tombstone, and P
- * "passed" (the order's walk found this shard short and went on). Every script that writes bumps the shard's
- * version (P included, as designed; -DP_NO_BUMP checks that safety does not need it).
+ * Marker of (shard, order): none, H:<qty> held, C:<qty> confirmed, R:<qty> released, T tombstone, P "passed"
+ * (the order's walk found this shard short and went on) and X "passed, then released" (a release found P here
+ * and went on). Every script that writes bumps the shard's version (P and X included, as designed; -DP_NO_BUMP
+ * writes both without a bump and checks that safety does not need it).
  *
  * Database. One row per SKU (stock) and the ledger per (order, SKU): deduct takes the units iff there is no
  * RESTORE row and stock >= qty, once per order (a second deduct answers duplicate while the order awaits payment
@@ -19,7 +20,7 @@
  *
  * reserve.lua with the 'walk' flag, on shard s for order o (one atomic step):
  *   marker H or C -> duplicate (stop: the order holds already)
- *   marker R or T -> refused (stop: compensated)
+ *   marker R, T or X -> refused (stop: compensated)
  *   marker P      -> pass (go on to the next shard)
  *   no marker     -> avail >= qty: avail -= qty, holds[o] = qty, marker H, version++, reserved (stop)
  *                    avail <  qty: marker P, version++, pass (go on)
@@ -30,20 +31,36 @@
  * late attempt safe: every attempt of the order walks the same order, so once an attempt passed a shard no
  * attempt ever holds there, and the one shard where an attempt holds is the first one no attempt passed.
  *
- * release.lua, per shard (the compensation visits EVERY shard of the order, in any order or concurrently):
- *   H or C -> give back (avail += qty, drop the hold, marker R)      [C: the database restored first]
- *   P or none -> tombstone T, nothing given back (a late walk is refused here)
- *   R or T -> duplicate
- *   'sold' mode (the order is PAID): H -> confirm (drop the hold, marker C), C -> kept, P/none -> T, R/T -> dup.
- * confirm.lua, per shard (after the deduct committed; visits every shard): H -> C (drop the hold); else nothing.
+ * release.lua walks the SAME path as the order's walk, from its start shard, one script per shard:
+ *   P      -> marker X, go on to the next shard (a walk went on from here: what it holds lies beyond)
+ *   X      -> go on (an earlier attempt of the release passed here)
+ *   none   -> tombstone T, stop ("tombstone": no walk went past here, and a walk that comes later is refused)
+ *   H or C -> give back (avail += qty, drop the hold, marker R), stop          [C: the database restored first]
+ *   R or T -> duplicate, stop
+ *   'sold' mode (the order is PAID): H -> confirm (drop the hold, marker C), stop; C -> kept, stop; the rest
+ *   as above. Every shard went on (each was P or X) -> done: the order never held.
+ * Why that is enough: a walk moves past shard j only after writing or seeing P at j, so an H or C at j means no
+ * walk ever passed j, and a shard without a marker has no walk beyond it (and the T stops the ones to come).
+ * The release stops at the first shard that is none, H, C, R or T. X must not stop it: an attempt that turned
+ * P into X may have timed out before the shard beyond (that is why P becomes X, not T).
+ * confirm.lua (after the deduct committed) walks the same path: P -> go on; H -> C (drop the hold), stop;
+ *   C -> duplicate, stop; none -> stop (no hold); R, T or X -> refused, stop.
+ * Reconciliation's leak pass (-DSWEEP_RELEASE; it acts on an order whose workflow is gone and uses the SKU's
+ * shard count): release.lua on EVERY shard, in any order: H or C -> give back (R) ('sold': H -> C, C kept);
+ *   P or none -> T; X, R or T -> duplicate.
  *
  * The workflow: reserve (up to TRIES attempts; an attempt may time out between any two of its shard steps and
  * go on later, in flight (Net), concurrently with the retry, the deduct and the compensation; an attempt's
  * answer may be lost after it landed), then deduct (which may time out and land later); if the reserve answered
  * sold out or refused, or every attempt timed out, or the deduct did not answer taken -> compensate; else confirm
- * every shard, then either paid (end) or the deadline (a payment may be in flight and land first) -> compensate.
- * Compensate: restore the database (if the deduct was started), then release every shard ('sold' mode if the
- * restore answered sold).
+ * (best effort: it may time out and land at any later moment, in flight, while the workflow goes on; a deduct
+ * that lands late, taken, confirms in flight too; a confirm in flight lands before the end, standing in for the
+ * reconciliation's confirm of a left hold, which is not modelled), then either paid (end) or the deadline (a
+ * payment may be in flight and land first) -> compensate. Compensate: restore the database (if the deduct was
+ * started), then release ('sold' mode if the restore answered sold), retried: up to RTRIES attempts, each but
+ * the last may time out between two of its shard steps and go on in flight (one at a time) while the retry walks
+ * again from the start shard; the last one answers. With -DSWEEP_RELEASE the last attempt is the leak pass (the
+ * workflow is gone after its attempts timed out).
  *
  * Reconciliation's rebalance (RECON passes during the run, -DRECON=k, and a final pass once quiet):
  *   1. snapshot each shard (one MULTI on its master, one step each): avail, which orders hold, which orders have
@@ -65,7 +82,8 @@
  *      most one shard ever (ghost took[o]).
  *   P3 I3 across shards: sum avail + units of holds whose order has no standing DEDUCT <= db.stock, and the
  *      stronger form with the pending releases counted too (I3P), in every state.
- *   P4 a reserve step that runs after the order's compensation released every shard takes nothing.
+ *   P4 once the order's compensation's release answered, the order holds nothing in Redis (no hold; no H or C
+ *      marker unless 'sold': then its one C stays), and a reserve step that runs after that takes nothing.
  *   P5 a walk answers "sold out" only if, at some moment of the order's reserve (from its first attempt's first
  *      step to this answer: a retry answers from the P markers its earlier attempts wrote), the shards' total
  *      avail was below qty (ghost dip), or some counter rose meanwhile (ghost rose: a release gave units back, or
@@ -77,18 +95,27 @@
  *   P6 once quiet: no hold left; unless the reconciler wrote, sum avail == db.stock; PAID <=> standing deduct.
  *      After the final rebalance: sum avail == db.stock, no holds, every unit sold (PAID) or back.
  *
- * Broken variants (each must fail): -DBUG_NO_PASS_MARKER, -DBUG_RELEASE_ONE_SHARD, -DBUG_RAISE_BEFORE_LOWER,
+ * Broken variants (each must fail): -DBUG_NO_PASS_MARKER (the release stops at the shard the walk passed
+ * unmarked), -DBUG_RELEASE_ONE_SHARD (the release stops after the start shard, even on P or X),
+ * -DBUG_RELEASE_STOPS_AT_X (a release that finds X stops), -DBUG_PASS_BECOMES_T (the release turns P into T, so
+ * a retry stops there), -DBUG_CONFIRM_STOPS_AT_P (the confirm stops at the first P), -DBUG_RAISE_BEFORE_LOWER,
  * -DBUG_STOP_AT_FIRST_SHARD, -DBUG_NO_PENDING (the truth ignores pending releases), -DBUG_RAISE_AFTER_FAILED_LOWER
  * (the raise runs although a lowering was refused), -DBUG_OWED_NO_DEDUCT_ROW (a hold is owed only while its order
  * has no DEDUCT row: a restored order's hold is not counted).
  *
  * Sizes: -DINIT (2), -DAV0 (units initially on shard 0: INIT), -DDRIFT (units Redis starts short of: 0),
- * -DRECON (1), -DTRIES (2), -DINFLIGHT (2: every attempt may stay in flight), -DN (2; 3 by hand),
- * -DRECONCILERS (1: rebalances never overlap; 2 with -DDRIFT=1 fails I3, so the design needs one rebalancer per
- * SKU at a time). -DBY_DELTA: an alternative write (DECRBY/INCRBY of the difference, no version compared), by hand.
- * -DP_NO_BUMP: P written without a version bump, by hand.
+ * -DRECON (1), -DTRIES (2), -DINFLIGHT (2: every reserve attempt may stay in flight), -DRTRIES (2: release
+ * attempts; 1: the release always answers), -DLATE_CONFIRM (1; 0: the confirm always answers), -DRTIMEOUT_ANYWHERE
+ * (a release attempt may also time out before its first shard step; default: only between two of its steps), -DN
+ * (2; 3 by hand), -DRECONCILERS (1: rebalances never overlap; 2 with -DDRIFT=1 fails I3, so the design needs one
+ * rebalancer per SKU at a time). The defaults together are a by-hand run (models/README.md); the test runs
+ * smaller sets.
+ * -DSWEEP_RELEASE: the last release attempt is the leak pass's (every shard). -DBY_DELTA: an alternative write
+ * (DECRBY/INCRBY of the difference, no version compared), by hand. -DP_NO_BUMP: P and X written without a version
+ * bump, by hand.
  * Not modelled: Redis data loss (not-loaded, the cold load of a shard), qty > 1 (fragmentation), TTLs, fixHolds
- * and Leaks (no workflow dies here), release and confirm attempts left in flight (both are idempotent per shard).
+ * and the leak pass's choice of orders (no workflow dies here but with -DSWEEP_RELEASE), a change of the SKU's
+ * shard count, three or more shards.
  */
 
 #define S 2            /* shards */
@@ -117,9 +144,15 @@
 #ifndef TRIES
 #define TRIES 2        /* reserve attempts of the workflow */
 #endif
+#ifndef RTRIES
+#define RTRIES 2       /* release attempts of the compensation (all but the last may time out and go on in flight) */
+#endif
+#ifndef LATE_CONFIRM
+#define LATE_CONFIRM 1 /* the confirm may time out and land later, in flight (0: it always answers at once) */
+#endif
 
-/* markers: none, held, confirmed, released, tombstone, passed */
-mtype = { NONE, H, C, R, T, P };
+/* markers: none, held, confirmed, released, tombstone, passed, passed then released */
+mtype = { NONE, H, C, R, T, P, X };
 /* orders.status */
 mtype = { SNONE, AWAIT, PAID };
 /* RESTORE ledger row: none, tombstone (qty 0), qty */
@@ -134,6 +167,7 @@ mtype = { RNONE, RTOMB, RQTY };
 #define TOMBSTONE 7
 #define KEPT      8
 #define PASS      9
+#define DONE      10     /* a release or confirm that went on past every shard, or a confirm that found no marker */
 
 /* ---- Redis: per shard ---- */
 short avail[S];          /* inv:{SKU}:s<i>:avail */
@@ -166,6 +200,9 @@ byte p_walk[N];          /* a reserve attempt in flight: 0 none, else 1 + the po
 #if INFLIGHT > 1
 byte p_walk2[N];         /* -DINFLIGHT=2: a second one (both attempts of the workflow may be in flight at once) */
 #endif
+byte r_walk[N];          /* a release attempt in flight: 0 none, else 1 + the position in the walk of its next shard */
+bool r_sold[N];          /* ... in 'sold' mode */
+byte c_walk[N];          /* a confirm attempt in flight: 0 none, else 1 + the position of its next shard */
 bool p_deduct[N];        /* a deduct in flight */
 bool p_paid[N];          /* a MarkPaid in flight */
 byte orders_left;        /* workflows not finished */
@@ -175,7 +212,7 @@ bool fin;                /* the final rebalance ran */
 
 /* ---- ghosts (for the properties only) ---- */
 byte took[N];            /* bit s: the order took Redis stock on shard s */
-bool released[N];        /* the order's compensation has released every shard */
+bool released[N];        /* the order's compensation's release has finished (an attempt answered) */
 bool recon_wrote;        /* a rebalance wrote a counter (the final pass's writes come after the quiet checks) */
 /* P5, bit o: per order, from the moment its reserve began (its first attempt's first step) */
 byte wact;               /* the order's reserve has begun (its walks, the attempts in flight included, may run) */
@@ -230,7 +267,7 @@ byte rose;               /* a counter was raised since (a release gave units bac
 inline walk_lua(s, o, res) {
   if
   :: HC(s, o) -> res = DUP
-  :: mk[IX(s, o)] == R || mk[IX(s, o)] == T -> res = REFUSED
+  :: mk[IX(s, o)] == R || mk[IX(s, o)] == T || mk[IX(s, o)] == X -> res = REFUSED
   :: mk[IX(s, o)] == P -> res = PASS
   :: mk[IX(s, o)] == NONE && avail[s] >= Q ->
      avail[s] = avail[s] - Q; hold[IX(s, o)] = Q; mk[IX(s, o)] = H; BUMP(s); res = OK;
@@ -273,18 +310,48 @@ inline walk_step(o, pos, sh, res) {
   sh = 0
 }
 
-/* confirm.lua on shard s */
-inline confirm_lua(s, o) {
+/* confirm.lua on shard s, one step of the confirm's walk: PASS (go on) or its answer (stop) */
+inline confirm_lua(s, o, res) {
   if
-  :: mk[IX(s, o)] == H -> hold[IX(s, o)] = 0; mk[IX(s, o)] = C; BUMP(s)
-  :: else -> skip
+#ifndef BUG_CONFIRM_STOPS_AT_P
+  :: mk[IX(s, o)] == P -> res = PASS                      /* the walk went on from here: so does the confirm */
+#else
+  :: mk[IX(s, o)] == P -> res = DONE                      /* broken: the first P ends the confirm */
+#endif
+  :: mk[IX(s, o)] == H -> hold[IX(s, o)] = 0; mk[IX(s, o)] = C; BUMP(s); res = OK
+  :: mk[IX(s, o)] == C -> res = DUP
+  :: mk[IX(s, o)] == NONE -> res = DONE                   /* no hold (no walk went past here) */
+  :: mk[IX(s, o)] == R || mk[IX(s, o)] == T || mk[IX(s, o)] == X -> res = REFUSED
   fi
 }
 
-/* release.lua on shard s; sold = 'sold' mode */
+/* one step of order o's confirm at its pos-th shard: PASS (pos moved on) or the answer (every shard passed: DONE) */
+inline confirm_step(o, pos, sh, res) {
+  sh = (o + pos) % S;
+  confirm_lua(sh, o, res);
+  if
+  :: res == PASS && pos + 1 < S -> pos++
+  :: res == PASS && pos + 1 >= S -> res = DONE
+  :: else -> skip
+  fi;
+  sh = 0
+}
+
+/* release.lua on shard s (the path release, one step of its walk); sold = 'sold' mode: PASS (go on) or the
+ * answer (stop) */
 inline release_lua(s, o, sold, res) {
   if
-  :: mk[IX(s, o)] == NONE || mk[IX(s, o)] == P -> mk[IX(s, o)] = T; BUMP(s); res = TOMBSTONE
+#ifndef BUG_PASS_BECOMES_T
+  :: mk[IX(s, o)] == P -> mk[IX(s, o)] = X; PBUMP(s); res = PASS  /* a walk went on from here: so does the release */
+#else
+  :: mk[IX(s, o)] == P -> mk[IX(s, o)] = T; BUMP(s); res = PASS   /* broken: a retry of the release stops here */
+#endif
+#ifndef BUG_RELEASE_STOPS_AT_X
+  :: mk[IX(s, o)] == X -> res = PASS                      /* an earlier attempt of the release passed here */
+#else
+  :: mk[IX(s, o)] == X -> res = DUP                       /* broken: read as "released" */
+#endif
+  :: mk[IX(s, o)] == NONE -> mk[IX(s, o)] = T; BUMP(s); res = TOMBSTONE   /* no walk went past: nothing beyond */
   :: mk[IX(s, o)] == R || mk[IX(s, o)] == T -> res = DUP
   :: mk[IX(s, o)] == C && sold -> res = KEPT
   :: mk[IX(s, o)] == H && sold -> hold[IX(s, o)] = 0; mk[IX(s, o)] = C; BUMP(s); res = KEPT
@@ -292,6 +359,52 @@ inline release_lua(s, o, sold, res) {
      avail[s] = avail[s] + Q; hold[IX(s, o)] = 0; mk[IX(s, o)] = R; BUMP(s); res = OK; RISES
   fi
 }
+
+/* one step of order o's release at its pos-th shard: PASS (pos moved on) or the answer (every shard passed:
+ * DONE, the order never held) */
+inline release_step(o, pos, sh, sold, res) {
+  sh = (o + pos) % S;
+  release_lua(sh, o, sold, res);
+  if
+#ifndef BUG_RELEASE_ONE_SHARD
+  :: res == PASS && pos + 1 < S -> pos++
+  :: res == PASS && pos + 1 >= S -> res = DONE
+#else
+  :: res == PASS -> res = DONE                            /* broken: only the shard the walk starts at */
+#endif
+  :: else -> skip
+  fi;
+  sh = 0
+}
+
+#ifdef SWEEP_RELEASE
+/* the reconciliation's leak pass, per shard (every shard of the SKU, in any order, any order's markers) */
+inline sweep_lua(s, o, sold) {
+  if
+  :: mk[IX(s, o)] == NONE || mk[IX(s, o)] == P -> mk[IX(s, o)] = T; BUMP(s)
+  :: mk[IX(s, o)] == R || mk[IX(s, o)] == T || mk[IX(s, o)] == X -> skip   /* duplicate */
+  :: mk[IX(s, o)] == C && sold -> skip                                     /* kept */
+  :: mk[IX(s, o)] == H && sold -> hold[IX(s, o)] = 0; mk[IX(s, o)] = C; BUMP(s)
+  :: (mk[IX(s, o)] == H || mk[IX(s, o)] == C) && !sold ->
+     avail[s] = avail[s] + Q; hold[IX(s, o)] = 0; mk[IX(s, o)] = R; BUMP(s); RISES
+  fi
+}
+#endif
+
+#ifdef SWEEP_RELEASE
+#define PATH_ATTEMPT (tries + 1 < RTRIES)   /* the last attempt is the leak pass's */
+#else
+#define PATH_ATTEMPT true
+#endif
+
+#if defined(RTIMEOUT_ANYWHERE) || defined(SWEEP_RELEASE)
+#define RTIMEOUT_AT(pos) true
+#else
+#define RTIMEOUT_AT(pos) (pos > 0)
+#endif
+
+/* P4: once its compensation's release answered, the order holds nothing in Redis ('sold': no hold; its C stays) */
+#define RELEASED_OK(o, sold) (NOHOLD(o) && (sold || HOLDS(o) == 0))
 
 /* ============================ database transactions ============================ */
 
@@ -443,15 +556,31 @@ proctype Reconciler(byte rk) {
 /* ============================ the order's workflow ============================ */
 
 proctype Order(byte o) {
-  byte res, pos, tries, sh, vis;
+  byte res, pos, tries, sh;
+#ifdef SWEEP_RELEASE
+  byte vis;
+#endif
   bool sold, ded_started;
 
   /* reserve: the walk, up to TRIES attempts */
-attempt:
-  atomic { tries++; pos = 0; res = PASS; if :: tries == 1 -> RESERVE_BEGINS(o) :: else -> skip fi };
+  d_step { tries = 1; RESERVE_BEGINS(o) };
   do
-  :: d_step { res == PASS -> walk_step(o, pos, sh, res) }
-  :: d_step { res == PASS ->                              /* the attempt times out before its next shard step: */
+  :: atomic { walk_step(o, pos, sh, res);
+       if
+       :: res == PASS -> res = 0
+       :: else -> pos = 0;
+          if
+          :: res == OK || res == DUP -> res = TIMEOUT     /* the answer is lost after the attempt landed */
+          :: true -> skip
+          fi;
+          if
+          :: res == TIMEOUT && tries < TRIES -> tries++; res = 0               /* the retry begins */
+          :: res == OK || res == DUP -> res = 0; tries = 0; ded_started = true; goto deduct
+          :: else -> res = 0; tries = 0; goto compensate  /* sold out, refused, every attempt timed out */
+          fi
+       fi
+     }
+  :: atomic {                                             /* the attempt times out before its next shard step: */
        if                                                 /* it goes on in flight (never, past INFLIGHT of them) */
        :: p_walk[o] == 0 -> p_walk[o] = pos + 1
 #if INFLIGHT > 1
@@ -459,17 +588,10 @@ attempt:
 #endif
        :: else -> skip
        fi;
-       res = TIMEOUT
-     }
-  :: atomic { res != PASS -> pos = 0;
+       pos = 0;
        if
-       :: res == OK || res == DUP -> res = TIMEOUT        /* the answer is lost after the attempt landed */
-       :: true -> skip
-       fi;
-       if
-       :: res == TIMEOUT && tries < TRIES -> goto attempt
-       :: res == OK || res == DUP -> res = 0; tries = 0; ded_started = true; goto deduct
-       :: else -> res = 0; tries = 0; goto compensate     /* sold out, refused, every attempt timed out */
+       :: tries < TRIES -> tries++                        /* the retry begins */
+       :: else -> tries = 0; goto compensate              /* every attempt timed out */
        fi
      }
   od;
@@ -484,11 +606,22 @@ deduct:
   :: else -> res = 0; goto compensate
   fi;
 
-  /* confirm every shard */
-  d_step { sh = o % S; confirm_lua(sh, o); sh = 0 };
-  d_step { sh = (o + 1) % S; confirm_lua(sh, o); sh = 0 };
+  /* confirm: the walk's path from its start shard, best effort: the attempt may time out before any of its shard
+   * steps and go on in flight, landing at any later moment (-DLATE_CONFIRM=0: never), while the workflow goes on */
+  do
+  :: atomic { confirm_step(o, pos, sh, res);
+       if
+       :: res == PASS -> res = 0
+       :: else -> res = 0; pos = 0; goto await
+       fi
+     }
+#if LATE_CONFIRM
+  :: atomic { c_walk[o] = pos + 1; pos = 0; goto await }
+#endif
+  od;
 
   /* await the payment, or the deadline */
+await:
   if
   :: d_step { mark_paid_tx(o, res); assert(res == OK); res = 0 }; goto finished
   :: p_paid[o] = true                                     /* a payment in flight as the deadline fires */
@@ -500,15 +633,31 @@ compensate:
   :: ded_started -> d_step { restore_tx(o, sold) }
   :: else -> sold = false
   fi;
-#ifdef BUG_RELEASE_ONE_SHARD
-  /* broken: only the shard the walk starts at */
-  d_step { sh = o % S; release_lua(sh, o, sold, res); sh = 0; res = 0; sold = false; released[o] = true };
-#else
-  /* release every shard, in any order */
+  /* release: the walk's path from its start shard, up to RTRIES attempts: an attempt may time out between two of
+   * its shard steps (-DRTIMEOUT_ANYWHERE: before any) and go on in flight (one at a time), concurrently with the
+   * retry, which walks again from the start shard; the last one answers */
   do
-  :: d_step { !(vis & 1) -> sh = 0; release_lua(sh, o, sold, res); vis = vis | 1; sh = 0; res = 0 }
-  :: d_step { !(vis & 2) -> sh = 1; release_lua(sh, o, sold, res); vis = vis | 2; sh = 0; res = 0 }
-  :: d_step { vis == 3 -> vis = 0; sold = false; released[o] = true }; break
+  :: atomic { PATH_ATTEMPT -> release_step(o, pos, sh, sold, res);
+       if
+       :: res == PASS -> res = 0
+       :: else -> assert(RELEASED_OK(o, sold)); released[o] = true; res = 0; pos = 0; tries = 0; sold = false;
+          goto finished
+       fi
+     }
+  :: d_step { tries + 1 < RTRIES && RTIMEOUT_AT(pos) ->
+       if :: r_walk[o] == 0 -> r_walk[o] = pos + 1; r_sold[o] = sold :: else -> skip fi;
+       tries++; pos = 0
+     }
+#ifdef SWEEP_RELEASE
+  :: !PATH_ATTEMPT -> break
+#endif
+  od;
+#ifdef SWEEP_RELEASE
+  /* the workflow is gone after its attempts timed out: the reconciliation's leak pass releases every shard */
+  do
+  :: d_step { !(vis & 1) -> sh = 0; sweep_lua(sh, o, sold); vis = vis | 1; sh = 0 }
+  :: d_step { !(vis & 2) -> sh = 1; sweep_lua(sh, o, sold); vis = vis | 2; sh = 0 }
+  :: d_step { vis == 3 -> vis = 0; assert(RELEASED_OK(o, sold)); released[o] = true; sold = false; tries = 0 }; break
   od;
 #endif
 
@@ -535,9 +684,26 @@ proctype Net(byte o) {
               fi;
               res = 0; pos = 0 }
 #endif
-  :: d_step { p_deduct[o] -> p_deduct[o] = false; deduct_tx(o, res); res = 0 }
+  :: d_step { r_walk[o] > 0 -> pos = r_walk[o] - 1; release_step(o, pos, sh, r_sold[o], res);
+              if
+              :: res == PASS -> r_walk[o] = pos + 1
+              :: else -> r_walk[o] = 0; r_sold[o] = false
+              fi;
+              res = 0; pos = 0 }
+  :: d_step { c_walk[o] > 0 -> pos = c_walk[o] - 1; confirm_step(o, pos, sh, res);
+              if
+              :: res == PASS -> c_walk[o] = pos + 1
+              :: else -> c_walk[o] = 0
+              fi;
+              res = 0; pos = 0 }
+  :: d_step { p_deduct[o] -> p_deduct[o] = false; deduct_tx(o, res);
+#if LATE_CONFIRM
+              /* a deduct that lands taken confirms the holds, in flight too (the workflow compensates meanwhile) */
+              if :: (res == OK || res == DUP) && c_walk[o] == 0 -> c_walk[o] = 1 :: else -> skip fi;
+#endif
+              res = 0 }
   :: d_step { p_paid[o] -> p_paid[o] = false; mark_paid_tx(o, res); res = 0 }
-  :: quiet -> break
+  :: quiet && c_walk[o] == 0 -> break                   /* a confirm in flight lands (LATE_CONFIRM) */
   od;
   atomic { busy-- }
 }

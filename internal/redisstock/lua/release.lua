@@ -29,6 +29,7 @@ end
 local state = string.sub(marker, 1, 1)
 if state == 'P' then
   redis.call('SET', KEYS[3], 'X', 'KEEPTTL')
+  redis.call('INCR', KEYS[4])
   return 8
 end
 if state == 'X' then

@@ -43,8 +43,8 @@ if counted then
 end
 if tonumber(avail) < qty then
   if walk then
-    -- Not a change of the counter, the holds or a marker repair_avail reads: the version stays.
     redis.call('SET', KEYS[3], 'P', 'EX', tonumber(ARGV[3]))
+    redis.call('INCR', KEYS[4]) -- every marker written moves the version (models/shards.pml's default)
   end
   return 3
 end
