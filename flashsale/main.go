@@ -122,6 +122,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (cf
 	fs.IntVar(&cfg.StockShards, "stock-shards", cfg.StockShards, "stock_shards set on every SKU with the stock (PUT stock_shards): the Redis counters each SKU's stock is split over, 1-64 (a SKU's shards only grow); 0 = the field is not sent")
 	fs.Float64Var(&cfg.BotRatio, "bot-ratio", cfg.BotRatio, "share of the buyers that are bots: a bot orders the same SKU again as the same user, with a fresh Idempotency-Key each time, whatever the answer")
 	fs.IntVar(&cfg.BotAttempts, "bot-attempts", cfg.BotAttempts, "most orders a bot sends per visit (while the sale fires)")
+	fs.DurationVar(&cfg.Patience, "patience", cfg.Patience, "how long a buyer answered 503 with Retry-After keeps coming back (as told, same Idempotency-Key and body) from its first arrival before it leaves without an answer; 0 = one-shot buyers, a 503 is an error")
+	fs.Int64Var(&cfg.MaxOvertakes, "max-overtakes", cfg.MaxOvertakes, "fail the verdict when more buyers than this were placed while one who arrived at least 100 ms earlier for the same SKU still waited and was then told sold out or left; -1 = reported, not judged")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random choice (a run is repeatable)")
 	fs.StringVar(&cfg.Out, "out", cfg.Out, "directory for report.json and report.html")
 	fs.DurationVar(&cfg.QuietTimeout, "quiet-timeout", cfg.QuietTimeout, "how long to wait for quiet after the firing and the last payment deadline")

@@ -14,7 +14,8 @@ import (
 
 // fire sends buyers for the configured duration: at Rate per second (open loop; a request that would
 // exceed Concurrency in flight is skipped and counted, never queued), or as Concurrency closed-loop
-// buyers. It returns once every buyer request has been answered.
+// buyers. It returns once every buyer request has been answered (a buyer told to wait keeps coming back after
+// the firing's end, up to Config.Patience from its first arrival).
 func (r *Runner) fire(ctx context.Context) {
 	end := r.fireStart.Add(r.cfg.Duration)
 	r.fireUntil = end
@@ -83,6 +84,12 @@ type plan struct {
 	concurrentDup    bool
 	// bot marks a bot's visit: it orders again after any answer (botAttempt gives each order its own key).
 	bot bool
+	// waits marks a sale buyer that comes back as 503 Retry-After says (Config.Patience above 0): such a 503
+	// to its request is a wait (OutWait), not an error.
+	waits bool
+	// resending marks the plan's resend (resend): a 503 with Retry-After to it is expected under load, as a 409
+	// still deciding is (the buyer's own request waits and comes back).
+	resending bool
 	// note is what the answers to the key said so far, for the request log (placelog.go).
 	note *placeNote
 }
@@ -102,6 +109,7 @@ func (r *Runner) plan(seq int64) plan {
 		// A bot never resends one key: every order it sends is a new one (botAttempt).
 		p.bot, p.userID, p.duplicate = true, fmt.Sprintf("fsb-%d", user), false
 	}
+	p.waits = !p.bot && r.cfg.Patience > 0
 	p.body = orderBody(p.userID, p.sku, r.cfg.Qty)
 	p.note = &placeNote{lines: []ordersaga.Line{{SKU: p.sku, Qty: r.cfg.Qty}}}
 	return p
@@ -129,14 +137,15 @@ func (r *Runner) buyer(ctx context.Context, seq int64) {
 		// The resend races the first request: the API must wait and answer as the first, or 409 Retry-After.
 		var wg sync.WaitGroup
 		wg.Go(func() { r.resend(ctx, p) })
-		r.place(ctx, p, false)
+		r.placeAsClient(ctx, p)
 		wg.Wait()
 		r.places.done(p.note)
 		return
 	}
 	later := false
-	if a, ok := r.place(ctx, p, false); !ok && unknownOutcome(a) && ctx.Err() == nil {
-		// The order may exist without the run knowing: ask again after the firing, as a client comes back.
+	if a, ok := r.placeAsClient(ctx, p); !ok && unknownOutcome(a) && ctx.Err() == nil {
+		// The order may exist without the run knowing: ask again after the firing, as a client comes back
+		// (a buyer that left after a 503 too: the answer said nothing was done, but the stack may be wrong).
 		r.mu.Lock()
 		r.unresolved = append(r.unresolved, p)
 		r.mu.Unlock()
@@ -170,6 +179,80 @@ func (r *Runner) bot(ctx context.Context, p plan) {
 		}
 		r.places.done(q.note)
 	}
+}
+
+// MaxRetryAfter caps the wait a 503's Retry-After asks of a sale buyer; jitter adds up to retryJitter of it.
+const (
+	MaxRetryAfter = 5 * time.Second
+	minRetryAfter = 100 * time.Millisecond
+	retryJitter   = 0.2
+)
+
+// isWait reports whether an answer asks the buyer to come back later: 503 with Retry-After.
+func isWait(a Answer) bool { return a.Status == http.StatusServiceUnavailable && a.HasRetryAfter }
+
+// retryWait is how long a buyer waits after a Retry-After of d: d within [minRetryAfter, MaxRetryAfter], plus
+// a jitter of up to retryJitter of it (u in [0, 1)), so that a crowd told the same does not come back in
+// lockstep.
+func retryWait(d time.Duration, u float64) time.Duration {
+	d = min(max(d, minRetryAfter), MaxRetryAfter)
+	return d + time.Duration(u*retryJitter*float64(d))
+}
+
+// placeAsClient places p's order as a shop's client does: answered 503 with Retry-After, it waits as told
+// (retryWait) and sends the same Idempotency-Key and body again, until a final answer, or until its patience
+// (Config.Patience from its first arrival) is over: it then leaves without an answer, at that instant. A
+// buyer without p.waits sends once. The visit goes to the buyer log; the answer returned is the last one.
+func (r *Runner) placeAsClient(ctx context.Context, p plan) (Answer, bool) {
+	v := &visit{sku: p.sku, firstWait: -1}
+	defer r.buyers.add(v)
+	rng := rand.New(rand.NewPCG(r.cfg.Seed^0x6a09e667f3bcc908, uint64(p.seq)))
+	for {
+		sent := r.places.since()
+		if !v.started {
+			v.arrived, v.started = sent, true
+		}
+		a, ok := r.place(ctx, p, false)
+		at := r.places.since()
+		v.answered = at
+		if a.Position >= 0 {
+			r.buyers.position(at, a.Position)
+		}
+		if !p.waits || !isWait(a) {
+			v.outcome = buyerOutcome(a, ok)
+			return a, ok
+		}
+		v.waits++
+		if v.firstWait < 0 {
+			v.firstWait = at
+		}
+		d := retryWait(a.RetryAfter, rng.Float64())
+		left := v.arrived + r.cfg.Patience - at
+		leaves := d > left
+		if leaves {
+			d = max(left, 0)
+		}
+		slept := sleepCtx(ctx, d)
+		now := r.places.since()
+		v.waited += now - at
+		if leaves || !slept {
+			v.answered, v.outcome = now, BuyerGaveUp
+			return a, false
+		}
+	}
+}
+
+// buyerOutcome is what a buyer's final answer was (BuyerPlaced … BuyerError).
+func buyerOutcome(a Answer, ok bool) string {
+	switch {
+	case ok:
+		return BuyerPlaced
+	case a.Status == http.StatusConflict && soldOut(a.Problem):
+		return BuyerSoldOut
+	case a.Status == http.StatusConflict && limitExceeded(a.Problem):
+		return BuyerLimitExceeded
+	}
+	return BuyerError
 }
 
 // unknownOutcome reports whether an answer leaves open whether the order was created: no answer, or a 5xx.
@@ -230,6 +313,7 @@ func (r *Runner) resolve(ctx context.Context) int {
 
 // resend sends the same request again; a 409 with Retry-After (the first is still deciding) is retried.
 func (r *Runner) resend(ctx context.Context, p plan) {
+	p.resending = true
 	for attempt := 0; attempt < 5; attempt++ {
 		a, ok := r.place(ctx, p, true)
 		if ok || a.Status != http.StatusConflict || refused(a) || a.RetryAfter <= 0 && attempt > 0 {
@@ -253,6 +337,15 @@ func (r *Runner) place(ctx context.Context, p plan, dup bool) (Answer, bool) {
 	r.places.answered(p.note, sent, r.places.since(), out, a.Problem.SKU)
 	if dup && (out != OutError || err == nil && a.Status == http.StatusConflict) {
 		out = OutDuplicate // a resend; a 409 that refuses nothing is the first still deciding, expected when racing
+	}
+	if dup && p.resending && p.waits && err == nil && isWait(a) {
+		out = OutDuplicate
+	}
+	if !dup && p.waits && err == nil && isWait(a) {
+		// A place in the line: the buyer comes back as told (placeAsClient). The request log still counts the
+		// request as one that may hold units (placeOutcome: OutError), which keeps the undersold check sound.
+		r.stats.Record(OutWait, a.Latency)
+		return a, false
 	}
 	if out == OutError && ctx.Err() != nil {
 		return a, false // the run is stopping (or the resolution's time is up): not the stack's error

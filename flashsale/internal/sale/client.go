@@ -73,6 +73,8 @@ type Problem struct {
 	SKU string `json:"sku,omitempty"`
 	// Field is the request member an invalid-field answer names (a PUT's stock_shards, per_user_limit, …).
 	Field string `json:"field,omitempty"`
+	// Position is a buyer's place in the line, when a 503 says it (issue 45; absent today).
+	Position *int64 `json:"position,omitempty"`
 }
 
 // soldOut reports whether the problem is the sold-out kind (the last path element of its type names the kind).
@@ -92,6 +94,11 @@ type Answer struct {
 	Status     int
 	Replayed   bool
 	RetryAfter time.Duration
+	// HasRetryAfter is true when the answer carried a Retry-After of whole seconds (RetryAfter, maybe 0).
+	HasRetryAfter bool
+	// Position is the place in the line the answer gave (the Queue-Position header, else the problem's
+	// position member); -1 when it gave none.
+	Position int64
 	// Problem is the application/problem+json body of a 4xx or 5xx answer.
 	Problem Problem
 	Body    []byte
@@ -119,18 +126,23 @@ func (c *Client) do(ctx context.Context, method, path string, hdr http.Header, b
 	}
 	start := time.Now()
 	ex, err := c.exchange(ctx, method, path, hdr, body)
-	a := Answer{Status: ex.status, Body: ex.body, Latency: time.Since(start)}
+	a := Answer{Status: ex.status, Body: ex.body, Latency: time.Since(start), Position: -1}
 	if err != nil {
 		return a, err
 	}
 	a.Replayed = ex.header.Get("Idempotent-Replayed") == "true"
 	if ra := ex.header.Get("Retry-After"); ra != "" {
-		if secs, perr := strconv.Atoi(ra); perr == nil {
-			a.RetryAfter = time.Duration(secs) * time.Second
+		if secs, perr := strconv.Atoi(ra); perr == nil && secs >= 0 {
+			a.RetryAfter, a.HasRetryAfter = time.Duration(secs)*time.Second, true
 		}
 	}
 	if ex.status >= 400 {
 		_ = json.Unmarshal(ex.body, &a.Problem)
+	}
+	if qp, perr := strconv.ParseInt(ex.header.Get("Queue-Position"), 10, 64); perr == nil && qp >= 0 {
+		a.Position = qp
+	} else if pp := a.Problem.Position; pp != nil && *pp >= 0 {
+		a.Position = *pp
 	}
 	return a, nil
 }

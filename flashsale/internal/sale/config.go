@@ -52,8 +52,16 @@ type Config struct {
 	// BotAttempts requests per visit (while the sale is firing), like a scalper against "two per customer".
 	BotRatio    float64
 	BotAttempts int
-	Seed        uint64
-	Out         string
+	// Patience is how long a sale buyer keeps coming back, from its first arrival, when answered 503 with
+	// Retry-After: it waits as told (at most MaxRetryAfter, plus up to 20 % jitter) and sends the same key and
+	// body again, until a final answer or its patience is over (it leaves without an answer). 0 = one-shot
+	// buyers: a 503 is an error, as before. Bots and resends do not wait.
+	Patience time.Duration
+	// MaxOvertakes, when 0 or more, makes the overtakes a check of the verdict (more fail the run); -1 (the
+	// default) reports them without judging (fairness.go).
+	MaxOvertakes int64
+	Seed         uint64
+	Out          string
 	// QuietTimeout bounds the wait for quiet, counted from the later of the end of firing and the last
 	// payment deadline of an order the run placed.
 	QuietTimeout time.Duration
@@ -102,6 +110,8 @@ func DefaultConfig() Config {
 		LatePayRatio:   0.05,
 		DuplicateRatio: 0.05,
 		BotAttempts:    20,
+		Patience:       60 * time.Second,
+		MaxOvertakes:   -1,
 		Seed:           1,
 		Out:            "flashsale-report",
 		QuietTimeout:   2 * time.Minute,
@@ -184,6 +194,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BotAttempts < 1 || c.BotAttempts > 10000 {
 		errs = append(errs, fmt.Errorf("--bot-attempts %d: want 1-10000 requests per bot visit", c.BotAttempts))
+	}
+	if c.Patience < 0 {
+		errs = append(errs, fmt.Errorf("--patience %s: must not be negative (0 = a 503 is an error, no retry)", c.Patience))
+	}
+	if c.MaxOvertakes < -1 {
+		errs = append(errs, fmt.Errorf("--max-overtakes %d: want -1 (not judged) or a bound of 0 or more", c.MaxOvertakes))
 	}
 	if s := c.PayRatio + c.CancelRatio + c.LatePayRatio; s > 1+1e-9 {
 		errs = append(errs, fmt.Errorf("--pay-ratio + --cancel-ratio + --late-pay-ratio = %g: must not exceed 1 (the rest expire)", s))
@@ -316,6 +332,7 @@ func (c Config) Params() []Param {
 		{"pay-ratio", f(c.PayRatio)}, {"cancel-ratio", f(c.CancelRatio)}, {"late-pay-ratio", f(c.LatePayRatio)},
 		{"duplicate-ratio", f(c.DuplicateRatio)}, {"wrong-amount-share", f(c.WrongAmountShare)},
 		{"per-user-limit", limit}, {"stock-shards", shards}, {"bot-ratio", f(c.BotRatio)}, {"bot-attempts", strconv.Itoa(c.BotAttempts)},
+		{"patience", c.Patience.String()}, {"max-overtakes", strconv.FormatInt(c.MaxOvertakes, 10)},
 		{"seed", strconv.FormatUint(c.Seed, 10)},
 		{"quiet-timeout", c.QuietTimeout.String()}, {"grace", c.Grace.String()}, {"database", db},
 		{"provider", c.ProviderURL}, {"provider-check", c.ProviderCheck},

@@ -56,6 +56,10 @@ type pageData struct {
 	// ShowShards adds the final inventory's stock shards column; ShardsText states them (Report.shardsText).
 	ShowShards bool
 	ShardsText string
+	// LineChart plots the line's length over time; PositionChart the positions the answers gave ("" when none).
+	LineChart     template.HTML
+	PositionChart template.HTML
+	Lead          string
 }
 
 // maxFindingsShown bounds the findings listed on the page (the JSON has them all).
@@ -83,6 +87,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		d.LatencyRows = append(d.LatencyRows, latencyRow{Name: name, Color: c, LatencySummary: l, Chart: histChart(name, l, c)})
 	}
 	d.Throughput = throughputChart(rep)
+	d.LineChart, d.PositionChart, d.Lead = lineLengthChart(rep.Line), positionChart(rep.Positions), OvertakeLead.String()
 	skus := make([]string, 0, len(rep.Stock))
 	for sku := range rep.Stock {
 		skus = append(skus, sku)
@@ -152,4 +157,32 @@ func stockLines(sku string, pts []StockPoint) template.HTML {
 		holds.Points = append(holds.Points, [2]float64{p.T, float64(p.Holds)})
 	}
 	return lineChart("stock of "+sku, "seconds since start", "units", []series{db, rd, holds})
+}
+
+// lineLengthChart plots the sale buyers arrived and not finally answered, and those told to wait, over time.
+func lineLengthChart(pts []LinePoint) template.HTML {
+	if len(pts) == 0 {
+		return ""
+	}
+	waiting := series{Name: "waiting", Color: colorOf("waiting", 0)}
+	told := series{Name: "told_to_wait", Color: colorOf("told_to_wait", 0), Dashed: true}
+	for _, p := range pts {
+		waiting.Points = append(waiting.Points, [2]float64{p.T, float64(p.Waiting)})
+		told.Points = append(told.Points, [2]float64{p.T, float64(p.ToldToWait)})
+	}
+	return lineChart("the line", "seconds since start", "buyers waiting", []series{waiting, told})
+}
+
+// positionChart plots the positions in the line the answers gave, per second ("" when none gave one).
+func positionChart(pts []PositionPoint) template.HTML {
+	if len(pts) == 0 {
+		return ""
+	}
+	most := series{Name: "max_position", Color: colorOf("max_position", 0)}
+	mean := series{Name: "mean_position", Color: colorOf("mean_position", 0), Dashed: true}
+	for _, p := range pts {
+		most.Points = append(most.Points, [2]float64{p.T, float64(p.Max)})
+		mean.Points = append(mean.Points, [2]float64{p.T, p.Mean})
+	}
+	return lineChart("positions in the line", "seconds since start", "position", []series{most, mean})
 }

@@ -27,7 +27,7 @@ type progressView struct {
 	phase                            string
 	elapsed                          time.Duration
 	requests, accepted, soldOut, err int64
-	limitExceeded                    int64
+	limitExceeded, waits             int64
 	skipped, inflight                int64
 	open, placed                     int
 	rate                             float64
@@ -38,6 +38,9 @@ func (v progressView) line() string {
 	s := fmt.Sprintf("req %d  accepted %d  sold out %d", v.requests, v.accepted, v.soldOut)
 	if v.limitExceeded > 0 {
 		s += fmt.Sprintf("  limit exceeded %d", v.limitExceeded)
+	}
+	if v.waits > 0 {
+		s += fmt.Sprintf("  waits (503) %d", v.waits)
 	}
 	s += fmt.Sprintf("  errors %d  %.0f/s", v.err, v.rate)
 	if v.skipped > 0 {
@@ -121,10 +124,11 @@ func (r *Runner) report(ctx context.Context, p *progress) {
 			soldOut:       r.stats.Total(OutSoldOut),
 			limitExceeded: r.stats.Total(OutLimitExceeded),
 			err:           r.stats.Total(OutError),
+			waits:         r.stats.Total(OutWait),
 			skipped:       r.skipped.Load(),
 			inflight:      r.inflight.Load(),
 		}
-		v.requests = v.accepted + v.soldOut + v.limitExceeded + v.err + r.stats.Total(OutDuplicate)
+		v.requests = v.accepted + v.soldOut + v.limitExceeded + v.err + v.waits + r.stats.Total(OutDuplicate)
 		if dt := now.Sub(lastT).Seconds(); dt > 0 {
 			v.rate = float64(v.requests-lastN) / dt
 		}

@@ -88,6 +88,7 @@ func Rejudge(ctx context.Context, cfg Config, opts Options, rep *Report) (*Repor
 		return nil, err
 	}
 	snap.Places = rep.Snapshot.Places // the run's requests, as they were sent and answered
+	snap.Buyers = rep.Snapshot.Buyers // and its buyers' visits
 	out := *rep
 	out.Snapshot, out.Final, out.Verdict = snap, snap.SKUs, Check(snap)
 	out.Rejudged = opts.Now().UTC()

@@ -41,6 +41,11 @@ type Report struct {
 	Latency      map[string]LatencySummary `json:"latency"`
 	Throughput   []ThroughputPoint         `json:"throughput"`
 	Stock        map[string][]StockPoint   `json:"stock"`
+	// Line is the line as the tool sees it over time: the sale buyers arrived and not finally answered, and
+	// those of them told to wait (503); Positions the places in the line the answers gave, per second (none
+	// when no answer gave one).
+	Line      []LinePoint     `json:"line,omitempty"`
+	Positions []PositionPoint `json:"positions,omitempty"`
 	// Orders counts the accepted orders by planned action and final status.
 	Orders map[string]map[string]int `json:"orders"`
 	// Payments counts the webhook answers by kind (on time / late / wrong amount) and result.
@@ -67,7 +72,11 @@ func (r *Runner) buildReport(started time.Time, snap Snapshot, v Verdict) *Repor
 		rep.Counts[o.String()] = r.stats.Total(o)
 	}
 	if rep.FireSeconds > 0 {
-		rep.AnsweredRate = float64(rep.Counts["accepted"]+rep.Counts["sold_out"]+rep.Counts["limit_exceeded"]+rep.Counts["error"]) / rep.FireSeconds
+		rep.AnsweredRate = float64(rep.Counts["accepted"]+rep.Counts["sold_out"]+rep.Counts["limit_exceeded"]+rep.Counts["error"]+rep.Counts["wait"]) / rep.FireSeconds
+	}
+	if r.places != nil {
+		off := r.places.from.Sub(r.stats.start).Seconds()
+		rep.Line, rep.Positions = snap.Buyers.Line(off), r.buyers.positions(off)
 	}
 	rep.Errors, rep.ErrorSamples = r.stats.Errors()
 	r.mu.Lock()
@@ -178,8 +187,8 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	if l := rep.shardsText(); l != "" {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
-	fmt.Fprintf(w, "  buyers sent %d (skipped %d), answered %.0f/s: accepted %d, sold out %d, limit exceeded %d, errors %d; resends %d\n",
-		rep.Sent, rep.Skipped, rep.AnsweredRate, rep.Counts["accepted"], rep.Counts["sold_out"], rep.Counts["limit_exceeded"], rep.Counts["error"], rep.Counts["duplicate"])
+	fmt.Fprintf(w, "  buyers sent %d (skipped %d), answered %.0f/s: accepted %d, sold out %d, limit exceeded %d, errors %d, waits (503, came back) %d; resends %d\n",
+		rep.Sent, rep.Skipped, rep.AnsweredRate, rep.Counts["accepted"], rep.Counts["sold_out"], rep.Counts["limit_exceeded"], rep.Counts["error"], rep.Counts["wait"], rep.Counts["duplicate"])
 	for _, l := range rep.toolCPULines() {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
@@ -228,10 +237,16 @@ func (rep *Report) WriteSummary(w io.Writer) {
 	if why := rep.Verdict.RefundsNotChecked; why != "" {
 		fmt.Fprintf(w, "  %s\n", why)
 	}
+	for _, l := range rep.Verdict.Fairness.lines() {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	v := rep.Verdict
 	fmt.Fprintf(w, "verdict (%s; quiet=%v):", strings.Join(v.Sources, "+"), v.Quiet)
 	for _, c := range AllChecks {
 		fmt.Fprintf(w, " %s=%d", c, v.Counts.get(c))
+	}
+	if f := v.Fairness; f != nil && f.MaxOvertakes != nil {
+		fmt.Fprintf(w, " %s=%d (at most %d)", CheckOvertakes, f.Overtakes, *f.MaxOvertakes)
 	}
 	if v.OK() {
 		fmt.Fprintln(w, "  => OK")

@@ -67,6 +67,8 @@ type Runner struct {
 	// redis_available as the PUT that set its stock answered.
 	places     *placeLog
 	startAvail map[string]*int64
+	// buyers logs every sale buyer's visit (buyerlog.go), on places' clock.
+	buyers *buyerLog
 
 	mu     sync.Mutex
 	orders map[string]*OrderSnapshot // by order ID, every order answered 201
@@ -138,6 +140,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Report, error) {
 
 	r.fireStart = opts.Now()
 	r.places = newPlaceLog()
+	r.buyers = newBuyerLog(r.places.from, cfg.Patience, cfg.MaxOvertakes)
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var bgWG sync.WaitGroup
 	bgWG.Go(func() { r.sample(bg) })
@@ -226,6 +229,7 @@ func (r *Runner) snapshot(ctx context.Context, quiet bool) (Snapshot, error) {
 		s.SKUs = append(s.SKUs, ss)
 	}
 	s.Places = r.places.snapshot()
+	s.Buyers = r.buyers.snapshot()
 	r.mu.Lock()
 	for _, id := range r.order {
 		o := *r.orders[id]

@@ -24,7 +24,10 @@ type Snapshot struct {
 	Payments        []PaymentSnapshot `json:"payments"`
 	// Places is every order request the run sent, when and how it was answered (nil in a report of a flashsale
 	// from before the log: the undersold check then judges nothing).
-	Places *PlaceLog   `json:"places,omitempty"`
+	Places *PlaceLog `json:"places,omitempty"`
+	// Buyers is every sale buyer's visit: first arrival, final answer, waits (the fairness figures; nil in a
+	// report of a flashsale from before it).
+	Buyers *BuyerLog   `json:"buyers,omitempty"`
 	DB     *DBSnapshot `json:"db,omitempty"`
 	// Provider is the refund provider's report, read once no refund of the run was left to send; nil when the
 	// refunds at the provider were not checked (ProviderSkipped says why, unless --provider-check off).

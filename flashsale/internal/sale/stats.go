@@ -11,8 +11,9 @@ import (
 type Outcome int
 
 // Outcomes. The first four are the answers to a buyer's POST /v1/orders (LimitExceeded: 409 …/limit-exceeded,
-// the user holds its per-user limit of the SKU); Duplicate is a resend with the same Idempotency-Key; the rest
-// are the follow-ups on accepted orders.
+// the user holds its per-user limit of the SKU); Duplicate is a resend with the same Idempotency-Key; Pay,
+// Cancel and LatePay are the follow-ups on accepted orders; Wait is a 503 with Retry-After to a sale buyer who
+// comes back as told (Config.Patience): a place in the line, not an error.
 const (
 	OutAccepted Outcome = iota
 	OutSoldOut
@@ -22,10 +23,11 @@ const (
 	OutPay
 	OutCancel
 	OutLatePay
+	OutWait
 	nOutcomes
 )
 
-var outcomeNames = [nOutcomes]string{"accepted", "sold_out", "limit_exceeded", "error", "duplicate", "pay", "cancel", "late_pay"}
+var outcomeNames = [nOutcomes]string{"accepted", "sold_out", "limit_exceeded", "error", "duplicate", "pay", "cancel", "late_pay", "wait"}
 
 func (o Outcome) String() string { return outcomeNames[o] }
 

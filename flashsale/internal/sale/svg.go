@@ -19,7 +19,8 @@ type series struct {
 // palette colours the outcomes and series consistently.
 var palette = map[string]string{
 	"accepted": "#2e7d32", "sold_out": "#1565c0", "limit_exceeded": "#9e9d24", "error": "#c62828", "duplicate": "#8e24aa",
-	"pay": "#ef6c00", "cancel": "#6d4c41", "late_pay": "#00838f", "total": "#424242",
+	"pay": "#ef6c00", "cancel": "#6d4c41", "late_pay": "#00838f", "wait": "#f9a825", "total": "#424242",
+	"waiting": "#6a1b9a", "told_to_wait": "#f9a825", "max_position": "#6a1b9a", "mean_position": "#00897b",
 	"db_stock": "#1565c0", "redis_available": "#c62828", "holds": "#ef6c00",
 }
 

@@ -181,10 +181,18 @@ type Verdict struct {
 	// RefundsNotChecked says why the refunds at the provider were not checked ("" when they were, or when
 	// --provider-check off).
 	RefundsNotChecked string `json:"refunds_not_checked,omitempty"`
+	// Fairness is what the sale buyers' visits say of the line (fairness.go; nil without a buyer log). Its
+	// overtakes fail the verdict only when judged (--max-overtakes).
+	Fairness *Fairness `json:"fairness,omitempty"`
 }
 
-// OK reports whether the run was quiet at the end and every count is 0.
-func (v Verdict) OK() bool { return v.Quiet && v.Counts == (Counts{}) }
+// CheckOvertakes names the finding of overtakes above --max-overtakes (not one of AllChecks: judged only on
+// demand).
+const CheckOvertakes = "overtakes"
+
+// OK reports whether the run was quiet at the end, every count is 0 and, when judged, the overtakes are
+// within their bound.
+func (v Verdict) OK() bool { return v.Quiet && v.Counts == (Counts{}) && !v.Fairness.Failed() }
 
 type judge struct {
 	v Verdict
@@ -222,6 +230,14 @@ func Check(s Snapshot) Verdict {
 		}
 	}
 	j.v.RefundsNotChecked = s.ProviderSkipped
+	if s.Buyers != nil {
+		f := judgeFairness(s.Buyers)
+		j.v.Fairness = f
+		if f.Failed() {
+			j.v.Findings = append(j.v.Findings, Finding{Check: CheckOvertakes, Source: SourceAPI, N: f.Overtakes,
+				Detail: fmt.Sprintf("%d buyers placed while a buyer of the same SKU who arrived at least %s earlier still waited and was then told sold out or left (at most %d allowed)", f.Overtakes, OvertakeLead, *f.MaxOvertakes)})
+		}
+	}
 	for _, check := range AllChecks {
 		var most int64
 		for _, c := range j.v.BySource {
