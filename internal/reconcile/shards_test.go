@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ordersaga/ordersaga/internal/platform"
 	"github.com/ordersaga/ordersaga/internal/reconcile"
 	"github.com/ordersaga/ordersaga/internal/redisstock"
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
+	"github.com/ordersaga/ordersaga/workflows"
 )
 
 // A SKU's stock in shards, under orders that are paid, cancelled and left to expire, with reconciliation
@@ -48,7 +50,14 @@ func TestReconcile_SplitSKUsUnderLoadKeepEveryInvariant(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			e.reconcileOnce(t, -1)
+			// Not reconcileOnce: its t.Fatalf may only run on the test's goroutine.
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			_, _, err := platform.RunOnce(rctx, e.c, workflows.ReconcileInput{Grace: -1, BatchSize: 3})
+			cancel()
+			if err != nil {
+				t.Errorf("reconcile during the load: %v", err)
+				return
+			}
 			runs++
 		}
 	})

@@ -70,7 +70,7 @@ func (r *Store) RepairStock(ctx context.Context, sku string, n int, mode Mode, t
 	}
 	// What each shard owes, and its counter, as of its snapshot.
 	owed, cur := make([]int64, n), make([]int64, n)
-	raced := false
+	var raced atomic.Bool
 	err := eachShard(n, func(i int) error {
 		res, err := r.RepairAvail(ctx, ShardName(sku, i), modeMeasure, shardTruth(0), snaps[i])
 		if err != nil {
@@ -78,7 +78,7 @@ func (r *Store) RepairStock(ctx context.Context, sku string, n int, mode Mode, t
 		}
 		owed[i], cur[i] = -res.Target, res.Before
 		if res.Code == Raced && mode != ModeSet {
-			raced = true
+			raced.Store(true)
 		}
 		return nil
 	})
@@ -99,7 +99,7 @@ func (r *Store) RepairStock(ctx context.Context, sku string, n int, mode Mode, t
 	if missing == n {
 		res.Before = -1
 	}
-	if raced {
+	if raced.Load() {
 		res.Code = Raced
 		return res, nil
 	}
