@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -66,8 +67,53 @@ type running struct {
 	done    chan error
 }
 
-// startStack runs the command's run with args and env and waits until the API answers /healthz.
-func startStack(tb testing.TB, args []string, env map[string]string, p ports) *running {
+// startStack runs the command's run with args and env and waits until the API answers /healthz. A port of p
+// can be taken by another process between its pick and the stack's listen (the suites of CI's background run
+// pick ports from the same range): the stack then exits naming it, and is started again on new ports, at most
+// three times; p and the args follow the new ports.
+func startStack(tb testing.TB, args []string, env map[string]string, p *ports) *running {
+	tb.Helper()
+	for attempt := 1; ; attempt++ {
+		r, err := startOnce(tb, args, env, *p)
+		if err == nil {
+			return r
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "already in use") {
+			tb.Fatalf("stack exited while starting: %v\n%s", err, r.stderr)
+		}
+		tb.Logf("attempt %d: %v; starting again on other ports", attempt, err)
+		next := freePorts(tb)
+		args = p.moveTo(args, next)
+		*p = next
+	}
+}
+
+// moveTo rewrites the port arguments of p.args (and --http-addr's) to next's.
+func (p ports) moveTo(args []string, next ports) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if i == 0 {
+			continue
+		}
+		switch args[i-1] {
+		case "--http-addr":
+			out[i] = fmt.Sprintf("%s:%d", localIP, next.http)
+		case "--temporal-port":
+			out[i] = strconv.Itoa(next.temporal)
+		case "--ui-port":
+			out[i] = strconv.Itoa(next.ui)
+		case "--redis-port":
+			out[i] = strconv.Itoa(next.redis)
+		case "--provider-port":
+			out[i] = strconv.Itoa(next.provider)
+		}
+	}
+	return out
+}
+
+// startOnce is one start of startStack: the stack's exit error when it exited while starting.
+func startOnce(tb testing.TB, args []string, env map[string]string, p ports) (*running, error) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{
@@ -75,29 +121,34 @@ func startStack(tb testing.TB, args []string, env map[string]string, p ports) *r
 		stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}, cancel: cancel, done: make(chan error, 1),
 	}
 	go func() { r.done <- run(ctx, args, func(k string) string { return env[k] }, r.stdout, r.stderr) }()
-	tb.Cleanup(func() {
-		r.cancel()
-		<-r.done
-		if tb.Failed() {
-			tb.Logf("stack stdout:\n%s\nstack stderr:\n%s", r.stdout, r.stderr)
-		}
-	})
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		select {
 		case err := <-r.done:
-			r.done <- err
-			tb.Fatalf("stack exited while starting: %v\n%s", err, r.stderr)
+			cancel()
+			if err == nil {
+				err = errors.New("exited without an error")
+			}
+			return r, err
 		default:
 		}
 		resp, err := http.Get(r.api + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && strings.Contains(r.stdout.String(), "Place a first order") {
-				return r
+				tb.Cleanup(func() {
+					r.cancel()
+					<-r.done
+					if tb.Failed() {
+						tb.Logf("stack stdout:\n%s\nstack stderr:\n%s", r.stdout, r.stderr)
+					}
+				})
+				return r, nil
 			}
 		}
 		if time.Now().After(deadline) {
+			cancel()
+			<-r.done
 			tb.Fatalf("stack did not answer /healthz within 2 minutes\n%s", r.stderr)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -108,7 +108,7 @@ func TestLocalStack(t *testing.T) {
 	env := storeEnv(t)
 
 	// First run: the default 15-minute deadline.
-	s := startStack(t, p.args(dataDir), env, p)
+	s := startStack(t, p.args(dataDir), env, &p)
 	if out := s.stdout.String(); !strings.Contains(out, dataDir) || !strings.Contains(out, devAdminToken) ||
 		!strings.Contains(out, s.api+"/metrics") || !strings.Contains(out, s.ui) {
 		t.Errorf("the banner does not say where everything is:\n%s", out)
@@ -167,7 +167,7 @@ func TestLocalStack(t *testing.T) {
 
 	// Second run on the same data directory, with new orders given 2 seconds to pay.
 	env["ORDER_PAYMENT_TIMEOUT"] = "2s"
-	s = startStack(t, p.args(dataDir), env, p)
+	s = startStack(t, p.args(dataDir), env, &p)
 	if strings.Contains(s.stdout.String(), "Demo SKUs") {
 		t.Error("the second run created the demo SKUs again")
 	}
@@ -239,7 +239,7 @@ func TestLocalStackOnAnotherTemporal(t *testing.T) {
 	env := storeEnv(t)
 	env["TEMPORAL_ADDRESS"] = srv.Address()
 	args := append(p.args(t.TempDir()), "--ephemeral")
-	s := startStack(t, args, env, p)
+	s := startStack(t, args, env, &p)
 	if out := s.stdout.String(); !strings.Contains(out, srv.Address()+" (TEMPORAL_ADDRESS)") || strings.Contains(out, "Temporal UI") {
 		t.Errorf("the banner does not say it uses TEMPORAL_ADDRESS without a UI of its own:\n%s", out)
 	}

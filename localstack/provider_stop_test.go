@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 func TestLocalStackStopsWithARequestHeldByTheProvider(t *testing.T) {
 	t.Parallel()
 	p := freePorts(t)
-	s := startStack(t, p.args(t.TempDir()), storeEnv(t), p)
+	s := startStack(t, p.args(t.TempDir()), storeEnv(t), &p)
 	base := fmt.Sprintf("http://%s:%d", localIP, p.provider)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -48,5 +49,22 @@ func TestLocalStackStopsWithARequestHeldByTheProvider(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("the held request was still unanswered 5 s after the stack stopped")
+	}
+}
+
+// TestStartStackMovesOffATakenPort: a port picked for the stack and taken before it listens (another process
+// of CI's background run) makes the helper start the stack again on other ports, not fail the test.
+func TestStartStackMovesOffATakenPort(t *testing.T) {
+	t.Parallel()
+	p := freePorts(t)
+	taken, err := net.Listen("tcp", fmt.Sprintf("%s:%d", localIP, p.redis))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	first := p
+	s := startStack(t, p.args(t.TempDir()), storeEnv(t), &p)
+	if p.redis == first.redis || s.api != fmt.Sprintf("http://%s:%d", localIP, p.http) {
+		t.Errorf("the stack answers at %s with ports %+v after %d was taken: not moved", s.api, p, first.redis)
 	}
 }
