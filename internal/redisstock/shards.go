@@ -41,6 +41,16 @@ func WalkStart(orderID string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
+// walkPath is the shards of sku an order's every step visits, in order: from WalkStart, cyclic.
+func walkPath(orderID, sku string, n int) []string {
+	start := WalkStart(orderID, n)
+	out := make([]string, n)
+	for k := range n {
+		out[k] = ShardName(sku, (start+k)%n)
+	}
+	return out
+}
+
 // ShardName is the name whose keys are shard i of sku: sku itself for shard 0, sku#i for the others.
 func ShardName(sku string, i int) string {
 	if i == 0 {
@@ -88,9 +98,7 @@ func (r *Store) ReserveIn(ctx context.Context, n int, orderID, userID, sku strin
 		return "", fmt.Errorf("reserve: order_id, sku and a positive qty are required (got %q, %q, %d)", orderID, sku, qty)
 	}
 	var out ordersaga.ReserveOutcome
-	start := WalkStart(orderID, n)
-	for k := range n {
-		shard := ShardName(sku, (start+k)%n)
+	for _, shard := range walkPath(orderID, sku, n) {
 		code, err := r.reserve.Run(ctx, r.rdb, r.userKeys(shard, orderID, ""), orderID, qty, r.ttlSeconds(), "", "walk").Int64()
 		if err != nil {
 			return "", fmt.Errorf("reserve %s: %w", shard, err)
@@ -134,9 +142,7 @@ func (r *Store) releaseWalk(ctx context.Context, n int, orderID, sku, mode strin
 	if sku == "" || orderID == "" {
 		return "", fmt.Errorf("release: order_id and sku are required (got %q, %q)", orderID, sku)
 	}
-	start := WalkStart(orderID, n)
-	for k := range n {
-		shard := ShardName(sku, (start+k)%n)
+	for _, shard := range walkPath(orderID, sku, n) {
 		out, next, err := r.releaseShard(ctx, shard, orderID, mode)
 		if err != nil || !next {
 			return out, err
@@ -202,9 +208,7 @@ func (r *Store) ConfirmIn(ctx context.Context, n int, orderID, sku string) (bool
 	if n <= 1 {
 		return r.Confirm(ctx, orderID, sku)
 	}
-	start := WalkStart(orderID, n)
-	for k := range n {
-		shard := ShardName(sku, (start+k)%n)
+	for _, shard := range walkPath(orderID, sku, n) {
 		code, err := r.confirm.Run(ctx, r.rdb, r.keys(shard, orderID), orderID).Int64()
 		if err != nil {
 			return false, fmt.Errorf("confirm %s: %w", shard, err)
