@@ -211,7 +211,9 @@ func TestShards_ReleaseEveryShardFindsAHoldOfASmallerWalk(t *testing.T) {
 	}
 }
 
-func TestShards_RepairSplitsTheTruthAndLowersFirst(t *testing.T) {
+// The order of the writes (lowerings before raisings) is the model's to check (shards.pml,
+// BUG_RAISE_BEFORE_LOWER); this test checks what the writes leave.
+func TestShards_RepairSplitsTheTruthEvenly(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	rs, sku := splitSKU(t, 9, 0, 0, 0)
