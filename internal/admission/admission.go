@@ -31,6 +31,9 @@ type Gate struct {
 	rdb       redis.UniversalClient
 	checks    checkBatcher    // CheckOrder's round trips, shared by concurrent callers
 	admission admissionLeases // Admit's lease of this process
+	rules     LineRules       // the line's settings (SetLineRules)
+	pace      linePace        // the lines' admissions per second, as this process measures them
+	freed     freed           // wakes this process's requests in a line when it frees units (Done)
 }
 
 // New builds the gate on the stock store's client and key layout.
@@ -38,6 +41,7 @@ func New(rs *redisstock.Store) *Gate {
 	g := &Gate{rs: rs, rdb: rs.Client()}
 	g.checks.rs, g.checks.wake = g, make(chan struct{}, maxCheckTrips)
 	g.checks.seen.skus = map[string]skuSeen{}
+	g.SetLineRules(LineRules{})
 	return g
 }
 
@@ -102,86 +106,6 @@ type Admission struct {
 	lines []ordersaga.Line
 }
 
-// Admit is the order API's gate before it starts a workflow: per line, it counts the units as being placed
-// (inv:{SKU}:admitting, and this process's field of inv:{SKU}:admitting:by) unless that takes the count past
-// what Redis has left (inv:{SKU}:avail); a refused line undoes the lines admitted before it, and its SKU is
-// returned ("" when every line is admitted). A SKU Redis has not loaded is admitted uncounted (the workflow
-// fails closed). The caller calls Done on the Admission once the reservation is decided or the wait is given
-// up. The units stay counted while this process lives (its heartbeat renews its lease), and are reaped within
-// about admissionLease of its death, by the next process that refuses a buyer of the SKU. ttl is how long the
-// SKU's count keys outlive its last admission (longer than any placement): it only clears the keys of a SKU
-// no longer sold.
-//
-// One MULTI/EXEC round trip per line (GET, INCRBY, HINCRBY, SET of the lease, EXPIREs; the keys share the
-// SKU's hash tag), and one more to undo when refused: no script, because the gate runs for every buyer until
-// the stock is reserved (a script costs several times more on the embedded Redis). Counting first and undoing
-// can only make a concurrent request see more units being placed than there are, i.e. refuse, never admit
-// more: the gate only ever refuses, and the Lua reserve inside the workflow stays the real gate.
-func (r *Gate) Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*Admission, string, error) {
-	l := r.leases()
-	ttl = max(ttl, l.lease)
-	a := &Admission{rs: r}
-	undo := context.WithoutCancel(ctx)
-	for _, line := range lines {
-		key, by := r.rs.AdmittingKey(line.SKU), r.rs.AdmittersKey(line.SKU)
-		var (
-			avail, shards *redis.StringCmd
-			count         *redis.IntCmd
-		)
-		_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			avail = p.Get(ctx, r.rs.AvailKey(line.SKU))
-			shards = p.Get(ctx, r.rs.ShardsKey(line.SKU))
-			count = p.IncrBy(ctx, key, line.Qty)
-			p.HIncrBy(ctx, by, l.owner, line.Qty)
-			p.Set(ctx, r.rs.AdmissionLeaseKey(line.SKU, l.owner), 1, l.lease)
-			p.Expire(ctx, key, ttl)
-			p.Expire(ctx, by, ttl)
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			a.Done(undo)
-			return nil, "", fmt.Errorf("admit %s: %w", line.SKU, err)
-		}
-		left, aerr := avail.Int64()
-		if n, serr := shards.Int(); aerr == nil && serr == nil && n > 1 {
-			// A split SKU's units left are its shards' counters together (read after the count: a unit moved
-			// between two shards meanwhile may be missed, which only refuses).
-			var more int64
-			more, aerr = r.rs.OtherShardsAvailable(ctx, line.SKU, n)
-			left += more
-		}
-		admitted := aerr == nil && count.Val() <= left
-		if admitted {
-			a.lines = append(a.lines, line)
-			l.hold(r, line.SKU, line.Qty)
-			continue
-		}
-		// Not counted after all. The transaction above just set both keys and the lease: the field is
-		// this process's and cannot be reaped meanwhile.
-		_, err = r.rdb.TxPipelined(undo, func(p redis.Pipeliner) error {
-			p.DecrBy(undo, key, line.Qty)
-			p.HIncrBy(undo, by, l.owner, -line.Qty)
-			return nil
-		})
-		if err != nil {
-			a.Done(undo)
-			return nil, "", fmt.Errorf("admit %s: undo: %w", line.SKU, err)
-		}
-		switch {
-		case errors.Is(aerr, redis.Nil):
-			// Not loaded: admitted uncounted (the workflow fails closed).
-		case aerr != nil:
-			a.Done(undo)
-			return nil, "", fmt.Errorf("admit %s: %w", line.SKU, aerr)
-		default:
-			a.Done(undo)
-			r.reapSoon(line.SKU)
-			return nil, line.SKU, nil
-		}
-	}
-	return a, "", nil
-}
-
 // Done takes the admitted units off the counts; what cannot be taken off now (Redis unreachable) the
 // heartbeat retries while this process lives. Done may be called more than once and concurrently.
 func (a *Admission) Done(ctx context.Context) {
@@ -197,6 +121,7 @@ func (a *Admission) Done(ctx context.Context) {
 	for _, line := range lines {
 		err := r.unadmitLine(ctx, line.SKU, line.Qty)
 		l.release(line.SKU, line.Qty, err != nil)
+		r.freed.wake(line.SKU)
 	}
 }
 

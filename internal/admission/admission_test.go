@@ -98,7 +98,7 @@ func TestAdmit(t *testing.T) {
 	)
 	for range 100 {
 		wg.Go(func() {
-			a, sku, err := g.Admit(ctx, []ordersaga.Line{{SKU: "AD-1", Qty: 1}}, time.Minute)
+			a, sku, err := g.AdmitNow(ctx, []ordersaga.Line{{SKU: "AD-1", Qty: 1}}, time.Minute)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -140,7 +140,7 @@ func TestAdmit(t *testing.T) {
 
 	// AD-1 has one unit free, AD-2 one unit; an order of both with 2 of AD-2 is refused on AD-2 and takes
 	// nothing of AD-1.
-	a, sku, err := g.Admit(ctx, []ordersaga.Line{{SKU: "AD-1", Qty: 1}, {SKU: "AD-2", Qty: 2}}, time.Minute)
+	a, sku, err := g.AdmitNow(ctx, []ordersaga.Line{{SKU: "AD-1", Qty: 1}, {SKU: "AD-2", Qty: 2}}, time.Minute)
 	if err != nil || sku != "AD-2" || a != nil {
 		t.Fatalf("order over AD-2: %v %q %v, want refused on AD-2", a, sku, err)
 	}
@@ -148,7 +148,7 @@ func TestAdmit(t *testing.T) {
 		t.Fatalf("admitting of AD-1 after a refused order: %d, want 9", n)
 	}
 	// A SKU Redis has not loaded is admitted and not counted (the workflow fails closed).
-	if a, sku, err := g.Admit(ctx, []ordersaga.Line{{SKU: "AD-NOT-LOADED", Qty: 5}}, time.Minute); err != nil || sku != "" || a == nil {
+	if a, sku, err := g.AdmitNow(ctx, []ordersaga.Line{{SKU: "AD-NOT-LOADED", Qty: 5}}, time.Minute); err != nil || sku != "" || a == nil {
 		t.Fatalf("not loaded: %v %q %v", a, sku, err)
 	}
 	if n, _ := g.Admitting(ctx, "AD-NOT-LOADED"); n != 0 {

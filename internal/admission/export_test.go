@@ -1,6 +1,11 @@
 package admission
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/ordersaga/ordersaga"
+)
 
 // SetAdmissionTimes shortens the admission gate's lease (lease), how often a live process renews its leases
 // (renew) and how often at most it reaps one SKU (reap), so that tests run in seconds. Call it first.
@@ -28,4 +33,10 @@ func (r *Gate) CheckSenders() (running, idle int) {
 	r.checks.mu.Lock()
 	defer r.checks.mu.Unlock()
 	return r.checks.senders, r.checks.idle
+}
+
+// AdmitNow is Admit without a ticket (admitted only behind every live ticket), the SKU refused as a string.
+func (r *Gate) AdmitNow(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*Admission, string, error) {
+	a, turn, err := r.Admit(ctx, Ticket{}, lines, nil, ttl)
+	return a, turn.SKU, err
 }

@@ -100,7 +100,7 @@ func TestAdmitLeases(t *testing.T) {
 		refused func(t *testing.T, proc *admission.Gate, sku string) bool
 	}{
 		{"refused_by_admit", func(t *testing.T, proc *admission.Gate, sku string) bool {
-			adm, refusedSKU, err := proc.Admit(context.Background(), []ordersaga.Line{{SKU: sku, Qty: 1}}, time.Minute)
+			adm, refusedSKU, err := proc.AdmitNow(context.Background(), []ordersaga.Line{{SKU: sku, Qty: 1}}, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +162,7 @@ func TestAdmitLeases(t *testing.T) {
 			admC := mustAdmit(t, buyers, sku, 1)
 			for range 3 * testLease / testRenew {
 				advance(testRenew)
-				if adm, refusedSKU, err := buyers.Admit(ctx, []ordersaga.Line{{SKU: sku, Qty: 2}}, time.Minute); err != nil || refusedSKU != sku {
+				if adm, refusedSKU, err := buyers.AdmitNow(ctx, []ordersaga.Line{{SKU: sku, Qty: 2}}, time.Minute); err != nil || refusedSKU != sku {
 					t.Fatalf("an order of 2 with A's and C's units placed: %v %q %v, want refused", adm, refusedSKU, err)
 				}
 			}
@@ -177,7 +177,7 @@ func TestAdmitLeases(t *testing.T) {
 // mustAdmit admits qty units of sku on proc.
 func mustAdmit(t *testing.T, proc *admission.Gate, sku string, qty int64) *admission.Admission {
 	t.Helper()
-	adm, refused, err := proc.Admit(context.Background(), []ordersaga.Line{{SKU: sku, Qty: qty}}, time.Minute)
+	adm, refused, err := proc.AdmitNow(context.Background(), []ordersaga.Line{{SKU: sku, Qty: qty}}, time.Minute)
 	if err != nil || refused != "" || adm == nil {
 		t.Fatalf("admit %d of %s: %v %q %v, want admitted", qty, sku, adm, refused, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
@@ -29,9 +30,9 @@ func (e *apiEnv) putInventory(sku string, body string) response {
 func TestPerUserLimit_ThroughTheAPI(t *testing.T) {
 	// No order may expire while the test runs (under -race on a loaded machine 200 placements can take longer
 	// than a minute): an expired order frees its units, and a later request would rightly get them.
-	// All 200 wait their turn (PLACE_QUEUE): this test is about the limit, not about the bound on the
-	// placements waiting, past which a request is answered 503 (TestPlace_BusyPastTheQueue).
-	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout, d.MaxQueued = time.Hour, 256 })
+	// All 200 are admitted at once (PLACE_PER_SKU): this test is about the limit, not about the line, in which
+	// a request past the units being placed waits its turn (TestPlace_InLinePastTheUnitsBeingPlaced).
+	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout, d.Line = time.Hour, admission.LineRules{PerSKU: 1000} })
 	const sku = "LIM-API"
 	r := e.putInventory(sku, `{"stock":1000,"price_cents":500,"per_user_limit":2}`)
 	var inv api.InventoryBody

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ordersaga/ordersaga/internal/placement"
 )
 
 // Metrics are the order API's Prometheus metrics.
@@ -24,8 +26,34 @@ type Metrics struct {
 	// payments counts webhook deliveries by result.
 	payments *prometheus.CounterVec
 	// placing is the Update-with-Start calls in flight (PLACE_CONCURRENCY at most), waiting the placements
-	// waiting for one of them.
+	// admitted and waiting for one of them.
 	placing, waiting prometheus.Gauge
+	// line observes the lines at the front door.
+	line *lineMetrics
+}
+
+// lineMetrics observes what the lines answer (placement.LineMetrics): admissions and their waits from the
+// first arrival, tickets dropped as abandoned, and each line's length as this process last saw it (a SKU's
+// series goes when its line is empty, so only the SKUs with a line have one).
+type lineMetrics struct {
+	admissions, abandoned prometheus.Counter
+	waited                prometheus.Histogram
+	length                *prometheus.GaugeVec
+}
+
+func (m *lineMetrics) Seen(t placement.Turn) {
+	m.abandoned.Add(float64(t.Abandoned))
+	if t.SKU == "" {
+		m.admissions.Inc()
+		m.waited.Observe(t.Waited.Seconds())
+	}
+	switch {
+	case t.Line == "":
+	case t.Length > 0:
+		m.length.WithLabelValues(t.Line).Set(float64(t.Length))
+	default:
+		m.length.DeleteLabelValues(t.Line)
+	}
 }
 
 // NewMetrics registers the API's metrics on reg; ones already registered there (a second server on one
@@ -52,8 +80,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "ordersaga_placements_in_flight", Help: "Update-with-Start calls of OrderWorkflow in flight (at most PLACE_CONCURRENCY).",
 		})),
 		waiting: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ordersaga_placements_waiting", Help: "Placements waiting for one of the Update-with-Start calls in flight.",
+			Name: "ordersaga_placements_waiting", Help: "Placements admitted and waiting for one of the Update-with-Start calls in flight.",
 		})),
+		line: &lineMetrics{
+			admissions: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "ordersaga_line_admissions_total", Help: "Placements the lines admitted (counted by the admission gate) in this process.",
+			})),
+			abandoned: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "ordersaga_line_abandoned_total", Help: "Tickets this process found abandoned (their holder not back in time) and dropped from a line.",
+			})),
+			waited: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+				Name: "ordersaga_line_wait_seconds", Help: "Wait of the admitted placements from their first arrival (0 without a line).",
+				Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 10, 20, 30, 60},
+			})),
+			length: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Name: "ordersaga_line_length", Help: "Tickets in a SKU's line, as this process last saw it (no series while the line is empty).",
+			}, []string{"sku"})),
+		},
 	}
 }
 

@@ -2,7 +2,10 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/placement"
@@ -12,6 +15,10 @@ import (
 const (
 	headerIdempotencyKey = "Idempotency-Key"
 	headerReplayed       = "Idempotent-Replayed"
+	// An answer in-line says where the request stands: the tickets ahead of it, and the estimated seconds to
+	// its turn (as in the problem's position and estimated_wait_seconds).
+	headerQueuePosition = "Queue-Position"
+	headerQueueWait     = "Queue-Estimated-Wait"
 )
 
 // Reserve outcomes counted by ordersaga_reserve_outcomes_total.
@@ -19,7 +26,7 @@ const (
 	outcomeReserved        = "reserved"
 	outcomeReplayed        = "replayed"
 	outcomeSoldOutFastPath = "sold_out_fast_path"
-	outcomeGated           = "gated"
+	outcomeInLine          = "in_line"
 	outcomeSoldOut         = "sold_out"
 	outcomeLimitFastPath   = "limit_exceeded_fast_path"
 	outcomeLimitExceeded   = "limit_exceeded"
@@ -28,7 +35,6 @@ const (
 	outcomeKeyReused       = "key_reused"
 	outcomePending         = "pending"
 	outcomeUnavailable     = "unavailable"
-	outcomeBusy            = "busy"
 	outcomeError           = "error"
 )
 
@@ -116,12 +122,16 @@ func writePlaced(w http.ResponseWriter, out placement.Outcome) string {
 			return outcomeLimitFastPath
 		}
 		return outcomeLimitExceeded
-	case placement.Gated:
-		// Nothing was done for the key: the units may come back, so this is no sold out.
-		pr := newProblem(kindUnavailable, "every unit of "+out.SKU+" left is still being reserved by other orders, which may give some back; retry with the same Idempotency-Key")
-		pr.SKU = out.SKU
+	case placement.InLine:
+		// Nothing was done for the key but its ticket: the same key, back within Retry-After, keeps its place.
+		wait := math.Ceil(out.Wait.Seconds()*10) / 10
+		pr := newProblem(kindInLine, fmt.Sprintf("%d orders are ahead of this one in the line for %s (about %.1f s); retry with the same Idempotency-Key within Retry-After to keep the place",
+			out.Position, out.SKU, wait))
+		pr.SKU, pr.Position, pr.EstimatedWait, pr.retryAfter = out.SKU, &out.Position, &wait, int(out.RetryAfter/time.Second)
+		w.Header().Set(headerQueuePosition, strconv.FormatInt(out.Position, 10))
+		w.Header().Set(headerQueueWait, strconv.FormatFloat(wait, 'f', 1, 64))
 		writeProblem(w, pr)
-		return outcomeGated
+		return outcomeInLine
 	case placement.UnknownSKU:
 		writeUnknownSKU(w, out.SKU)
 		return outcomeUnknownSKU
@@ -142,11 +152,6 @@ func writePlaced(w http.ResponseWriter, out placement.Outcome) string {
 		// Nothing was done that a retry would not redo: a retry with the same key derives the same order ID.
 		writeProblem(w, newProblem(kindUnavailable, out.Service+" is unavailable; retry with the same Idempotency-Key"))
 		return outcomeUnavailable
-	case placement.Busy:
-		// Nothing was done for the key: its retry is a new request.
-		writeProblem(w, newProblem(kindUnavailable, fmt.Sprintf("this order API process is placing %d orders and has %d more waiting; retry with the same Idempotency-Key",
-			out.Placing, out.Queued)))
-		return outcomeBusy
 	}
 	writeProblem(w, newProblem(kindInternal, "the order could not be placed; retry with the same Idempotency-Key"))
 	return outcomeError

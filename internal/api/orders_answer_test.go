@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/placement"
@@ -41,10 +42,10 @@ func TestWritePlaced(t *testing.T) {
 			409, nil, "application/problem+json",
 			`{"type":"` + base + `sold-out","title":"Sold out","status":409,"detail":"not enough units of S-1 for this order; the same Idempotency-Key may be retried later","sku":"S-1"}`,
 			"sold_out"},
-		{"gated", placement.Outcome{Kind: placement.Gated, SKU: "S-1"},
-			503, map[string]string{"Retry-After": "2"}, "application/problem+json",
-			`{"type":"` + base + `unavailable","title":"A backing service is unavailable","status":503,"detail":"every unit of S-1 left is still being reserved by other orders, which may give some back; retry with the same Idempotency-Key","sku":"S-1"}`,
-			"gated"},
+		{"in_line", placement.Outcome{Kind: placement.InLine, SKU: "S-1", Position: 41, Wait: 2040 * time.Millisecond, RetryAfter: 3 * time.Second},
+			503, map[string]string{"Retry-After": "3", "Queue-Position": "41", "Queue-Estimated-Wait": "2.1"}, "application/problem+json",
+			`{"type":"` + base + `in-line","title":"Waiting in line","status":503,"detail":"41 orders are ahead of this one in the line for S-1 (about 2.1 s); retry with the same Idempotency-Key within Retry-After to keep the place","sku":"S-1","position":41,"estimated_wait_seconds":2.1}`,
+			"in_line"},
 		{"unknown_sku", placement.Outcome{Kind: placement.UnknownSKU, SKU: "S-1"},
 			404, nil, "application/problem+json",
 			`{"type":"` + base + `unknown-sku","title":"Unknown SKU","status":404,"detail":"no SKU S-1 in the inventory","sku":"S-1"}`,
@@ -65,10 +66,6 @@ func TestWritePlaced(t *testing.T) {
 			503, map[string]string{"Retry-After": "2"}, "application/problem+json",
 			`{"type":"` + base + `unavailable","title":"A backing service is unavailable","status":503,"detail":"redis is unavailable; retry with the same Idempotency-Key"}`,
 			"unavailable"},
-		{"busy", placement.Outcome{Kind: placement.Busy, Placing: 64, Queued: 32},
-			503, map[string]string{"Retry-After": "2"}, "application/problem+json",
-			`{"type":"` + base + `unavailable","title":"A backing service is unavailable","status":503,"detail":"this order API process is placing 64 orders and has 32 more waiting; retry with the same Idempotency-Key"}`,
-			"busy"},
 		{"no_outcome", placement.Outcome{},
 			500, nil, "application/problem+json",
 			`{"type":"` + base + `internal","title":"Internal error","status":500,"detail":"the order could not be placed; retry with the same Idempotency-Key"}`,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/internal/testenv"
@@ -206,24 +207,36 @@ func TestPlaceOrder_Refusals(t *testing.T) {
 		}
 	})
 
-	// The admission gate never answers sold out: a request whose units are all being placed by others waits
-	// for them (placement/gate.go), and is answered 503 naming the SKU if they are still undecided after the
-	// wait (5 s), with nothing done for the key.
-	t.Run("gated_is_503_naming_the_sku_not_sold_out", func(t *testing.T) {
+	// The line never answers sold out while units are only being placed: a request whose units are all counted
+	// by another placement waits its turn (placement/gate.go), and is answered 503 in-line with its position, the
+	// SKU and a Retry-After if its turn has not come within the server's hold, with nothing done for the key but
+	// its ticket, which a retry with the key keeps and is admitted with once the units free.
+	t.Run("in_line_is_503_with_the_position_not_sold_out", func(t *testing.T) {
 		e.Stock(t, "R-GATE", 1, 100)
-		adm, sku, err := e.Gate.Admit(ctx, []ordersaga.Line{{SKU: "R-GATE", Qty: 1}}, time.Minute)
-		if err != nil || sku != "" {
-			t.Fatalf("admit another placement: %q %v", sku, err)
+		adm, turn, err := e.Gate.Admit(ctx, admission.Ticket{}, []ordersaga.Line{{SKU: "R-GATE", Qty: 1}}, nil, time.Minute)
+		if err != nil || adm == nil {
+			t.Fatalf("admit another placement: %+v %v", turn, err)
 		}
-		defer adm.Done(ctx)
-		before := outcomes(e, "gated")
-		r := e.place("k-r-gate", orderBody("u-r", ordersaga.Line{SKU: "R-GATE", Qty: 1}))
-		p := r.wantProblem(t, http.StatusServiceUnavailable, "unavailable")
-		if p.SKU != "R-GATE" || !strings.Contains(p.Detail, "still being reserved by other orders") || r.header.Get("Retry-After") == "" {
-			t.Errorf("gated answer %s: want the SKU, the reason and Retry-After", r)
+		before := outcomes(e, "in_line")
+		body := orderBody("u-r", ordersaga.Line{SKU: "R-GATE", Qty: 1})
+		r := e.place("k-r-gate", body)
+		p := r.wantProblem(t, http.StatusServiceUnavailable, "in-line")
+		if p.SKU != "R-GATE" || p.Position == nil || *p.Position != 0 || r.header.Get("Queue-Position") != "0" || r.header.Get("Retry-After") != "1" {
+			t.Errorf("in-line answer %s: want the SKU, position 0 in body and header, Retry-After 1", r)
 		}
-		if got := outcomes(e, "gated"); got != before+1 {
-			t.Errorf("gated counted %v, want 1", got-before)
+		if got := outcomes(e, "in_line"); got != before+1 {
+			t.Errorf("in_line counted %v, want 1", got-before)
+		}
+		if line, err := e.Gate.Line(ctx, "R-GATE"); err != nil || len(line) != 1 {
+			t.Errorf("the line of R-GATE is %v (%v), want the request's ticket", line, err)
+		}
+		adm.Done(ctx)
+		r = e.place("k-r-gate", body)
+		if r.status != http.StatusCreated {
+			t.Errorf("the retry once the unit freed: %s, want 201", r)
+		}
+		if line, err := e.Gate.Line(ctx, "R-GATE"); err != nil || len(line) != 0 {
+			t.Errorf("the line of R-GATE is %v (%v) after the admission, want empty", line, err)
 		}
 	})
 

@@ -34,6 +34,7 @@ const (
 	kindUnauthenticated    kind = "unauthenticated"         // 401: no caller, or a bad one (CALLER_IDENTITY)
 	kindForbidden          kind = "forbidden"               // 403: an order for another user than the caller
 	kindUnavailable        kind = "unavailable"             // 503 + Retry-After: Temporal, Redis or the database
+	kindInLine             kind = "in-line"                 // 503 + Retry-After: a ticket in a SKU's line (position)
 	kindStockUnavailable   kind = "stock-unavailable"       // 503 + Retry-After: the reservation failed for a reason other than stock
 	kindNotReady           kind = "not-ready"               // 503: /readyz
 	kindInternal           kind = "internal"                // 500
@@ -56,7 +57,7 @@ func (k kind) status() int {
 		return http.StatusUnauthorized
 	case kindForbidden:
 		return http.StatusForbidden
-	case kindUnavailable, kindStockUnavailable, kindNotReady:
+	case kindUnavailable, kindInLine, kindStockUnavailable, kindNotReady:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -102,6 +103,8 @@ func (k kind) title() string {
 		return "The order is for another user than the caller"
 	case kindUnavailable:
 		return "A backing service is unavailable"
+	case kindInLine:
+		return "Waiting in line"
 	case kindStockUnavailable:
 		return "The stock could not be reserved right now"
 	case kindNotReady:
@@ -128,8 +131,14 @@ type Problem struct {
 	Held         *int64            `json:"held,omitempty"`
 	OrderID      string            `json:"order_id,omitempty"`
 	Checks       map[string]string `json:"checks,omitempty"`
+	// Position is the tickets ahead of the request's in the SKU's line, EstimatedWait the estimated seconds
+	// until its turn (in-line).
+	Position      *int64   `json:"position,omitempty"`
+	EstimatedWait *float64 `json:"estimated_wait_seconds,omitempty"`
 
 	kind kind
+	// retryAfter is the answer's Retry-After in seconds (0: retryAfterSeconds).
+	retryAfter int
 }
 
 func newProblem(k kind, detail string) *Problem {
@@ -139,7 +148,7 @@ func newProblem(k kind, detail string) *Problem {
 // retryable reports whether the answer carries Retry-After.
 func (p *Problem) retryable() bool {
 	switch p.kind {
-	case kindOrderPending, kindUnavailable, kindStockUnavailable:
+	case kindOrderPending, kindUnavailable, kindInLine, kindStockUnavailable:
 		return true
 	}
 	return false
@@ -148,7 +157,11 @@ func (p *Problem) retryable() bool {
 // writeProblem answers with p as application/problem+json.
 func writeProblem(w http.ResponseWriter, p *Problem) {
 	if p.retryable() {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		after := retryAfterSeconds
+		if p.retryAfter > 0 {
+			after = p.retryAfter
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(after))
 	}
 	writeBody(w, p.Status, "application/problem+json", mustJSON(p))
 }

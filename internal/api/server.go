@@ -48,9 +48,8 @@ type Deps struct {
 	RedisDownFallback bool
 	// MaxPlacing bounds the Update-with-Start calls in flight (PLACE_CONCURRENCY; 0 = placement.DefaultMaxPlacing).
 	MaxPlacing int
-	// MaxQueued bounds the new keys' placements waiting for one of those calls (PLACE_QUEUE; 0 =
-	// placement.DefaultMaxQueued).
-	MaxQueued int
+	// Line is the line's rules (PLACE_PER_SKU, LINE_GRACE; zero: the defaults), set on the gate.
+	Line admission.LineRules
 	// WebhookSecrets verify Payment-Signature (PAYMENT_WEBHOOK_SECRET); AdminToken guards the inventory
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
 	WebhookSecrets []string
@@ -112,12 +111,13 @@ func NewServer(d Deps) *Server {
 	if d.Gate == nil {
 		d.Gate = admission.New(d.Redis)
 	}
+	d.Gate.SetLineRules(d.Line)
 	s := &server{Deps: d, metrics: NewMetrics(d.Registry)}
 	s.placement = placement.New(placement.Config{
 		Logger: d.Logger, Temporal: d.Temporal, Store: d.Store, Stock: d.Gate,
 		Currency: d.Currency, PaymentTimeout: d.PaymentTimeout, PlaceTimeout: d.PlaceTimeout,
 		Retention: d.Retention, KeepAs: keepAs, Places: s.metrics.places, RedisDownFallback: d.RedisDownFallback,
-		MaxPlacing: d.MaxPlacing, MaxQueued: d.MaxQueued, InFlight: s.metrics.placing, Waiting: s.metrics.waiting,
+		MaxPlacing: d.MaxPlacing, InFlight: s.metrics.placing, Waiting: s.metrics.waiting, Line: s.metrics.line,
 	})
 	s.placement.Backfill()
 	mux := http.NewServeMux()

@@ -49,10 +49,12 @@ type Config struct {
 	// PlaceConcurrency bounds the order API's Update-with-Start calls in flight per process; placements past it
 	// wait for one to end (placement.Config.MaxPlacing).
 	PlaceConcurrency int // PLACE_CONCURRENCY (default 48)
-	// PlaceQueue bounds the placements of new keys that wait for one of those calls per process; a request
-	// past it waits up to placement.DefaultBusyWait for a place, then is answered 503 before anything is done
-	// (placement.Config.MaxQueued).
-	PlaceQueue int // PLACE_QUEUE (default 16)
+	// PlacePerSKU bounds the units of one SKU being placed at once across the deployment: past them a request
+	// waits its turn in the SKU's line (admission.LineRules.PerSKU). Every order API process must have the same.
+	PlacePerSKU int // PLACE_PER_SKU (default 64)
+	// LineGrace is how late a request in a line may come back after its Retry-After before it loses its
+	// ticket (admission.LineRules.Grace). Every order API process must have the same.
+	LineGrace time.Duration // LINE_GRACE (default 5s)
 	// MetricsAddr is where the worker serves /metrics ("" = not served; the starter serves its own).
 	MetricsAddr string // METRICS_ADDR
 	// Traces: OpenTelemetry tracing is on when either is set (platform.StartTracing). The OTLP exporter reads
@@ -116,8 +118,9 @@ var defaults = Config{
 	HTTPAddr:             "127.0.0.1:8080",
 	ReserveDBFallback:    true,
 	IdempotencyRetention: 24 * time.Hour,
-	PlaceConcurrency:     48, // placement.DefaultMaxPlacing (internal/apiprocess: TestConfigDefaultsAreThePlacementService)
-	PlaceQueue:           16, // placement.DefaultMaxQueued
+	PlaceConcurrency:     48,              // placement.DefaultMaxPlacing (internal/apiprocess: TestConfigDefaultsAreThePlacementService)
+	PlacePerSKU:          64,              // admission.DefaultPerSKU
+	LineGrace:            5 * time.Second, // admission.DefaultGrace
 	MySQLMaxOpenConns:    64,
 	MySQLMaxIdleConns:    64,
 	MySQLConnMaxLifetime: 30 * time.Minute,
@@ -161,7 +164,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	count("WORKER_CONCURRENCY", &c.WorkerConcurrency, 1, maxPool)
 	count("PLACE_CONCURRENCY", &c.PlaceConcurrency, 1, maxPool)
-	count("PLACE_QUEUE", &c.PlaceQueue, 1, maxPool)
+	count("PLACE_PER_SKU", &c.PlacePerSKU, 1, 100000)
+	if strings.TrimSpace(getenv("PLACE_QUEUE")) != "" {
+		// Removed with the per-process queue it bounded: a value that silently meant nothing would mislead.
+		errs = append(errs, errors.New("PLACE_QUEUE: no longer read; the line at the front door replaced the per-process queue (see PLACE_PER_SKU and LINE_GRACE)"))
+	}
 	if v := strings.TrimSpace(getenv("ORDER_PAYMENT_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 || d > 24*time.Hour {
@@ -185,6 +192,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	dur("RECONCILE_INTERVAL", &c.ReconcileInterval, time.Second)
 	dur("RECONCILE_GRACE", &c.ReconcileGrace, time.Second)
+	dur("LINE_GRACE", &c.LineGrace, time.Second)
 	if v := strings.TrimSpace(getenv("IDEMPOTENCY_RETENTION")); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

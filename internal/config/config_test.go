@@ -50,8 +50,9 @@ func TestFromEnv_ErrorsNameTheVariable(t *testing.T) {
 		"PLACE_CONCURRENCY":                 {"PLACE_CONCURRENCY": "0"},
 		"PLACE_CONCURRENCY=x":               {"PLACE_CONCURRENCY": "lots"},
 		"PLACE_CONCURRENCY=big":             {"PLACE_CONCURRENCY": "100001"},
-		"PLACE_QUEUE":                       {"PLACE_QUEUE": "0"},
-		"PLACE_QUEUE=x":                     {"PLACE_QUEUE": "a few"},
+		"PLACE_PER_SKU":                     {"PLACE_PER_SKU": "0"},
+		"PLACE_PER_SKU=x":                   {"PLACE_PER_SKU": "a few"},
+		"LINE_GRACE":                        {"LINE_GRACE": "soon"},
 		"WORKER_CONCURRENCY":                {"WORKER_CONCURRENCY": "0"},
 		"WORKER_CONCURRENCY=big":            {"WORKER_CONCURRENCY": "1000000"},
 		"ADMIN_ADDR":                        {"ADMIN_ADDR": "9090"},
@@ -175,11 +176,23 @@ func TestFromEnv_PlaceConcurrency(t *testing.T) {
 	if err != nil || c.PlaceConcurrency != 8 {
 		t.Errorf("PLACE_CONCURRENCY=8: %d %v", c.PlaceConcurrency, err)
 	}
-	if d.PlaceQueue != 16 {
-		t.Errorf("default PLACE_QUEUE %d, want 16", d.PlaceQueue)
+}
+
+// TestFromEnv_Line: PLACE_PER_SKU and LINE_GRACE are read and checked; PLACE_QUEUE, whose queue the line
+// replaced, is refused by name rather than silently meaning nothing.
+func TestFromEnv_Line(t *testing.T) {
+	t.Parallel()
+	d, err := config.FromEnv(env(nil))
+	if err != nil || d.PlacePerSKU != 64 || d.LineGrace != 5*time.Second {
+		t.Errorf("defaults: PLACE_PER_SKU %d, LINE_GRACE %s (%v), want 64 and 5s", d.PlacePerSKU, d.LineGrace, err)
 	}
-	c, err = config.FromEnv(env(map[string]string{"PLACE_QUEUE": "16"}))
-	if err != nil || c.PlaceQueue != 16 {
-		t.Errorf("PLACE_QUEUE=16: %d %v", c.PlaceQueue, err)
+	c, err := config.FromEnv(env(map[string]string{"PLACE_PER_SKU": "8", "LINE_GRACE": "2s"}))
+	if err != nil || c.PlacePerSKU != 8 || c.LineGrace != 2*time.Second {
+		t.Errorf("PLACE_PER_SKU=8 LINE_GRACE=2s: %d %s %v", c.PlacePerSKU, c.LineGrace, err)
+	}
+	for name, v := range map[string]string{"PLACE_PER_SKU": "0", "LINE_GRACE": "10ms", "PLACE_QUEUE": "16"} {
+		if _, err := config.FromEnv(env(map[string]string{name: v})); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%s: %v, want an error naming %s", name, v, err, name)
+		}
 	}
 }

@@ -70,7 +70,9 @@ var readers = map[string][]string{
 	"CURRENCY":               {Starter},
 	"IDEMPOTENCY_RETENTION":  {Starter},
 	"PLACE_CONCURRENCY":      {Starter},
-	"PLACE_QUEUE":            {Starter},
+	"PLACE_PER_SKU":          {Starter},
+	"LINE_GRACE":             {Starter},
+	"PLACE_QUEUE":            {Starter}, // refused at start-up: the line replaced its queue
 	"RECONCILE_INTERVAL":     {Starter},
 	"RECONCILE_BATCH":        {Starter},
 	"RECONCILE_GRACE":        {Starter},

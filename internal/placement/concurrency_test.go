@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ordersaga/ordersaga"
+	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/placement"
 	"github.com/ordersaga/ordersaga/internal/sagatest"
 	"github.com/ordersaga/ordersaga/workflows"
@@ -166,38 +168,60 @@ type sameKeyHook struct {
 	waitStarted       func()
 	bHeld, releaseB   chan struct{}
 	admits, bSteps    atomic.Int32
+	held              atomic.Bool // the first request is held: an admission now is the retry's
+	letB              sync.Once
 }
 
-func (h *sameKeyHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *sameKeyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *sameKeyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sameKeyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.around(ctx, []redis.Cmder{cmd}, func(ctx context.Context, _ []redis.Cmder) error { return next(ctx, cmd) })
+	}
+}
 
 func (h *sameKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		admit, mark := false, false
-		for _, c := range cmds {
-			args := c.Args()
-			switch {
-			case c.Name() == "incrby" && len(args) > 1 && args[1] == h.admitting:
-				admit = true
-			case c.Name() == "set" && len(args) > 1 && args[1] == h.marker:
-				mark = true
-			}
+	return func(ctx context.Context, cmds []redis.Cmder) error { return h.around(ctx, cmds, next) }
+}
+
+// around runs cmds, holding them as the test's order says: an admission is a call of the line's script with
+// the SKU's admitting key (an EVALSHA refused NOSCRIPT is no step: the EVAL that follows is), a marker a SET.
+func (h *sameKeyHook) around(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+	admit, mark := false, false
+	for _, c := range cmds {
+		args := c.Args()
+		switch {
+		case (c.Name() == "evalsha" || c.Name() == "eval") && len(args) > 4 && args[4] == h.admitting:
+			admit = true
+		case c.Name() == "set" && len(args) > 1 && args[1] == h.marker:
+			mark = true
 		}
-		if admit && h.admits.Add(1) == 2 {
+	}
+	if admit && h.held.Load() {
+		// The retry's admission: asked once the first request is held.
+		h.admits.Add(1)
+		h.letB.Do(func() {
 			close(h.releaseB)
 			h.waitStarted()
-			return next(ctx, cmds)
-		}
-		err := next(ctx, cmds)
-		if (admit || mark) && h.bSteps.Add(1) == 2 {
-			close(h.bHeld)
-			select {
-			case <-h.releaseB:
-			case <-time.After(time.Minute):
-			}
-		}
-		return err
+		})
+		return next(ctx, cmds)
 	}
+	err := next(ctx, cmds)
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		return err // not run: go-redis sends the script itself next
+	}
+	if admit {
+		h.admits.Add(1)
+	}
+	if (admit || mark) && h.bSteps.Add(1) == 2 {
+		h.held.Store(true)
+		close(h.bHeld)
+		select {
+		case <-h.releaseB:
+		case <-time.After(time.Minute):
+		}
+	}
+	return err
 }
 
 // countingClient is the Temporal client with its Update-with-Start calls in flight counted, and the most seen
@@ -268,11 +292,11 @@ func (c *heldClient) UpdateWithStartWorkflow(ctx context.Context, opts client.Up
 	return c.Client.UpdateWithStartWorkflow(ctx, opts)
 }
 
-// A new key that arrives while the process already places MaxPlacing orders and has MaxQueued more waiting
-// is answered Busy once BusyWait has passed with no place freed, with nothing done for it: no row, no units
-// counted by the admission gate, no workflow. The placements ahead of it are placed all the same, and its
-// retry, once there is room, is placed like any new request.
-func TestPlace_BusyPastTheQueue(t *testing.T) {
+// A new key that arrives while the deployment already places PerSKU units of its SKU (one in Temporal, one
+// waiting for this process's only call slot) waits its turn in the SKU's line for LineHold and is answered
+// InLine: nothing done for it but its ticket (no row, no units counted, no workflow). The placements ahead of
+// it are placed all the same, and its retry, once there is room, is placed in its turn.
+func TestPlace_InLinePastTheUnitsBeingPlaced(t *testing.T) {
 	t.Parallel()
 	const sku = "BUSY-1"
 	line := ordersaga.Line{SKU: sku, Qty: 2}
@@ -280,16 +304,19 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 
 	e, hc := q.e, q.hc
 	asked := time.Now()
-	busy := want(t, e.place("k-busy-c", "u-busy-c", line), placement.Busy)
+	out := want(t, e.place("k-busy-c", "u-busy-c", line), placement.InLine)
 	if waited := time.Since(asked); waited < 100*time.Millisecond {
-		t.Errorf("answered Busy after %s, want after BusyWait (100ms) with no place freed", waited)
+		t.Errorf("answered InLine after %s, want after LineHold (100ms) with no place freed", waited)
 	}
-	if busy.Placing != 1 || busy.Queued != 1 {
-		t.Errorf("busy answer names %d placing and %d waiting, want 1 and 1", busy.Placing, busy.Queued)
+	if out.SKU != sku || out.Position != 0 {
+		t.Errorf("in line for %q at %d, want for %s at 0", out.SKU, out.Position, sku)
 	}
-	e.noKey(t, "u-busy-c", "k-busy-c", "a busy answer")
+	e.noKey(t, "u-busy-c", "k-busy-c", "an answer in line")
 	if n, err := e.Gate.Admitting(context.Background(), sku); err != nil || n != 4 {
-		t.Errorf("%d units counted as being placed (%v), want 4: the two placements' and none of the busy one's", n, err)
+		t.Errorf("%d units counted as being placed (%v), want 4: the two placements' and none of the one in line", n, err)
+	}
+	if ids, err := e.Gate.Line(context.Background(), sku); err != nil || len(ids) != 1 || ids[0] != placement.MarkerName("u-busy-c", "k-busy-c") {
+		t.Errorf("the line holds %v (%v), want the ticket of k-busy-c", ids, err)
 	}
 	if got := hc.inCall.Load(); got != 1 {
 		t.Errorf("%d Update-with-Start calls reached Temporal, want 1 (the slot's)", got)
@@ -308,7 +335,7 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 	}
 	retry := want(t, e.place("k-busy-c", "u-busy-c", line), placement.Reserved)
 	if retry.OrderID == "" || retry.OrderID == first.OrderID || retry.OrderID == nxt.OrderID {
-		t.Errorf("the busy key's retry placed order %q, want an order of its own (%s, %s)", retry.OrderID, first.OrderID, nxt.OrderID)
+		t.Errorf("the retry of the key in line placed order %q, want an order of its own (%s, %s)", retry.OrderID, first.OrderID, nxt.OrderID)
 	}
 	if n := e.countRows("orders", "user_id IN (?, ?, ?)", "u-busy-a", "u-busy-b", "u-busy-c"); n != 3 {
 		t.Errorf("%d orders, want 3", n)
@@ -316,12 +343,14 @@ func TestPlace_BusyPastTheQueue(t *testing.T) {
 	if n, err := e.Gate.Admitting(context.Background(), sku); err != nil || n != 0 {
 		t.Errorf("%d units still counted as being placed (%v), want 0", n, err)
 	}
+	if ids, err := e.Gate.Line(context.Background(), sku); err != nil || len(ids) != 0 {
+		t.Errorf("the line holds %v (%v) after every placement, want none", ids, err)
+	}
 }
 
-// A new key past the placements in flight and waiting waits up to BusyWait for a place among them: one that
-// frees meanwhile takes it, and the key is placed, not answered Busy (a crowd that retries at once would
-// otherwise spend the stack on turning itself away).
-func TestPlace_PastTheQueueWaitsForAPlace(t *testing.T) {
+// A new key near the front of the line waits in the server up to LineHold for its turn: a place that frees
+// meanwhile (here, in this process: the wake) goes to it, and the key is placed, not answered InLine.
+func TestPlace_InLineWaitsInTheServerForItsTurn(t *testing.T) {
 	t.Parallel()
 	const sku = "BUSYWAIT-1"
 	line := ordersaga.Line{SKU: sku, Qty: 1}
@@ -331,10 +360,10 @@ func TestPlace_PastTheQueueWaitsForAPlace(t *testing.T) {
 	go func() { third <- e.place("k-bw-c", "u-bw-c", line) }()
 	select {
 	case out := <-third:
-		t.Fatalf("the key past the queue was answered %v at once, want it to wait for a place", out.Kind)
+		t.Fatalf("the key in line was answered %v at once, want it to wait for its turn", out.Kind)
 	case <-time.After(300 * time.Millisecond):
 	}
-	e.noKey(t, "u-bw-c", "k-bw-c", "a key waiting for a place")
+	e.noKey(t, "u-bw-c", "k-bw-c", "a key waiting for its turn")
 	first, nxt := q.release()
 	outs := []placement.Outcome{first, nxt, <-third}
 	for i, out := range outs {
@@ -350,8 +379,9 @@ func TestPlace_PastTheQueueWaitsForAPlace(t *testing.T) {
 	}
 }
 
-// queue is a service that places one order at a time and lets one more wait (MaxPlacing 1, MaxQueued 1), its
-// Update-with-Start calls held, and both places taken: k-<tag>-a in the call, k-<tag>-b waiting for it.
+// queue is a service that places one order at a time (MaxPlacing 1) in a deployment that places two orders'
+// units of a SKU at once (PerSKU), its Update-with-Start calls held, and both taken: k-<tag>-a in the call,
+// k-<tag>-b admitted and waiting for it.
 type queue struct {
 	e       *env
 	hc      *heldClient
@@ -360,7 +390,7 @@ type queue struct {
 	release func() (first, next placement.Outcome) // lets the held calls go and returns the two placements
 }
 
-func fullQueue(t *testing.T, busyWait time.Duration, sku string, line ordersaga.Line, tag string) *queue {
+func fullQueue(t *testing.T, lineHold time.Duration, sku string, line ordersaga.Line, tag string) *queue {
 	t.Helper()
 	se := sagatest.Start(t)
 	q := &queue{hc: &heldClient{Client: se.Client, release: make(chan struct{})}}
@@ -368,9 +398,10 @@ func fullQueue(t *testing.T, busyWait time.Duration, sku string, line ordersaga.
 	t.Cleanup(let)
 	q.e = serviceOn(t, se, func(c *placement.Config) {
 		c.Temporal = q.hc
-		c.MaxPlacing, c.MaxQueued = 1, 1
-		c.BusyWait = busyWait
+		c.MaxPlacing = 1
+		c.LineHold = lineHold
 	})
+	q.e.Gate.SetLineRules(admission.LineRules{PerSKU: 2 * line.Qty})
 	waitReady(t, q.e)
 	q.e.Stock(t, sku, 100, 100)
 	q.waitFor = func(what string, done func() bool) {

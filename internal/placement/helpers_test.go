@@ -149,9 +149,9 @@ func atOnce(n int, place func(i int) placement.Outcome) []placement.Outcome {
 // a count without a live process behind it is reaped); the caller hands them back with Done.
 func (e *env) admitOther(t *testing.T, line ordersaga.Line) *admission.Admission {
 	t.Helper()
-	adm, sku, err := e.Gate.Admit(context.Background(), []ordersaga.Line{line}, time.Minute)
-	if err != nil || sku != "" {
-		t.Fatalf("admit another placement: %q %v", sku, err)
+	adm, turn, err := e.Gate.Admit(context.Background(), admission.Ticket{}, []ordersaga.Line{line}, nil, time.Minute)
+	if err != nil || adm == nil {
+		t.Fatalf("admit another placement: %+v %v", turn, err)
 	}
 	return adm
 }

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"time"
+
 	"github.com/ordersaga/ordersaga"
 )
 
@@ -21,10 +23,10 @@ const (
 	// LimitExceeded: a line would take its user's units of the SKU past the SKU's per-user limit (Limit:
 	// the SKU, the limit and what the user already holds). FastPath as for SoldOut.
 	LimitExceeded
-	// Gated: every unit left of SKU was still being placed by other requests when the admission gate's wait
-	// (Config.GatedWait) ended: they may yet hand units back. No workflow was started; a retry with the key
-	// may be placed.
-	Gated
+	// InLine: the request holds a ticket in SKU's line (Position live tickets ahead of it; Wait the estimated
+	// wait for its turn) and is due back within RetryAfter to keep it. Nothing was done for the key (no row,
+	// no unit held): a retry with it is placed in its turn.
+	InLine
 	// UnknownSKU: SKU is not in the inventory (before any workflow, or the workflow rejected the order).
 	UnknownSKU
 	// Rejected: the workflow rejected order OrderID for a reason other than stock (Reason, its
@@ -38,15 +40,12 @@ const (
 	// Unavailable: a backing service (Service: "database", "redis" or "temporal") failed before anything was
 	// done that a retry with the key would not redo: Err.
 	Unavailable
-	// Busy: this process already has Config.MaxPlacing placements in flight and Config.MaxQueued waiting
-	// (Placing, Queued); nothing was done for the key, and a retry with it is a new request.
-	Busy
 )
 
 var kindNames = [...]string{
-	Reserved: "reserved", Replayed: "replayed", SoldOut: "sold out", Gated: "gated", UnknownSKU: "unknown SKU",
+	Reserved: "reserved", Replayed: "replayed", SoldOut: "sold out", InLine: "in line", UnknownSKU: "unknown SKU",
 	Rejected: "rejected", KeyReused: "key reused", Pending: "pending", Unavailable: "unavailable",
-	LimitExceeded: "limit exceeded", Busy: "busy",
+	LimitExceeded: "limit exceeded",
 }
 
 func (k Kind) String() string {
@@ -69,14 +68,16 @@ type Outcome struct {
 	OrderID  string                       // Reserved, Replayed, Rejected, Pending
 	Order    ordersaga.Order              // Reserved
 	Answer   Answer                       // Reserved, Replayed
-	SKU      string                       // SoldOut, Gated, UnknownSKU
+	SKU      string                       // SoldOut, InLine, UnknownSKU
 	FastPath bool                         // SoldOut, LimitExceeded: refused from Redis, no workflow run for the key
 	Limit    ordersaga.LimitExceededError // LimitExceeded
 	Reason   string                       // Rejected: the order's closed_reason
 	Service  string                       // Unavailable: "database", "redis" or "temporal"
 	Err      error                        // Unavailable: the failure
-	Placing  int                          // Busy: the placements in flight at most (Config.MaxPlacing)
-	Queued   int                          // Busy: the placements waiting at most (Config.MaxQueued)
+	Position int64                        // InLine: the live tickets ahead in SKU's line
+	Wait     time.Duration                // InLine: the estimated wait for the turn
+	// RetryAfter is, for InLine, when the holder is due back to keep its ticket (whole seconds, at least 1).
+	RetryAfter time.Duration
 }
 
 // Services an Unavailable outcome names.
@@ -88,6 +89,10 @@ const (
 
 func unavailable(service string, err error) Outcome {
 	return Outcome{Kind: Unavailable, Service: service, Err: err}
+}
+
+func inLine(t Turn) Outcome {
+	return Outcome{Kind: InLine, SKU: t.SKU, Position: t.Position, Wait: t.Wait, RetryAfter: max(t.RetryAfter, time.Second)}
 }
 
 func soldOut(sku string, fastPath bool) Outcome {

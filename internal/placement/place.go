@@ -26,7 +26,7 @@ func (s *Service) Place(ctx context.Context, req Request) (Outcome, error) {
 		return Outcome{}, err
 	}
 	req = req.canonical()
-	p := &placement{s: s, store: s.cfg.Store, stock: s.cfg.Stock, req: req, fingerprint: req.fingerprint()}
+	p := &placement{s: s, store: s.cfg.Store, stock: s.cfg.Stock, req: req, fingerprint: req.fingerprint(), arrived: time.Now()}
 	return p.run(ctx)
 }
 
@@ -48,6 +48,8 @@ type placement struct {
 	// shards is the shard count of each line's SKU whose stock Redis has split, as the fast path read it:
 	// the order placed walks that many shards for its life (nil: none split, or Redis not read).
 	shards map[string]int
+	// arrived is when this request arrived: its ticket's first arrival, if it takes one.
+	arrived time.Time
 }
 
 func (p *placement) run(ctx context.Context) (Outcome, error) {
@@ -72,19 +74,17 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		return fastRefusal(fast), nil
 	}
 	p.shards = fast.Shards
-	// The admission gate: while the units left are all being placed by other requests, wait for them to decide
-	// rather than start one more workflow that could only be rejected (a flash sale starts about as many
-	// workflows as it has units, not one per buyer). It never refuses a key whose order is started. A key
-	// without state is admitted before the database is touched; the others after their claim. The admission's
-	// units stay counted until place hands them back (or this request ends before).
+	// The line and the admission gate (gate.go): a request is placed in its turn, oldest first, and only while
+	// units are left that other placements do not count (a flash sale starts about as many workflows as it has
+	// units, not one per buyer). It never refuses a key whose order is started. A key without state waits its
+	// turn before the database is touched; the others after their claim. The admission's units stay counted
+	// until place hands them back (or this request ends before).
 	var adm *admitted
 	defer func() { adm.Done(context.WithoutCancel(ctx)) }()
 	if fast.Ready && !fast.Claimed {
-		release, out, ok := p.admitNew(ctx, marker, fast, &adm)
-		if !ok {
+		if out, ok := p.admitNew(ctx, marker, fast, &adm); !ok {
 			return out, nil
 		}
-		defer release()
 	}
 	// A key without a row, or whose row was unused for its life and has no order open, gets a new life: a new
 	// nonce, and order IDs derived from it. A use of a live key is its last use from now on (Refreshed, when
@@ -296,16 +296,6 @@ func (p *placement) refusedAfterClaim(ctx context.Context, refusal Outcome) (cur
 		return cur, refusal, false
 	}
 	return cur, Outcome{}, true
-}
-
-// admit asks the admission gate (Stock.Admit) for this request's lines: *adm is set when admitted, else the
-// SKU refused is returned (or Redis's error).
-func (p *placement) admit(ctx context.Context, adm **admitted) (string, error) {
-	a, sku, err := p.stock.Admit(ctx, p.req.Lines, p.s.cfg.PlaceTimeout+time.Minute)
-	if err == nil && sku == "" {
-		*adm = a
-	}
-	return sku, err
 }
 
 // redisFails reports whether a Redis call's error fails the request (Unavailable). When Redis is unreachable

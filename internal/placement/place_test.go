@@ -85,8 +85,8 @@ func TestPlace_Idempotency(t *testing.T) {
 // remembered (the same key succeeds once there is stock).
 func TestPlace_SoldOut(t *testing.T) {
 	t.Parallel()
-	const gatedWait = time.Second
-	e := newEnv(t, func(c *placement.Config) { c.GatedWait = gatedWait })
+	const lineHold = time.Second
+	e := newEnv(t, func(c *placement.Config) { c.LineHold = lineHold })
 	ctx := context.Background()
 
 	t.Run("fast_path_refuses_without_a_workflow", func(t *testing.T) {
@@ -206,16 +206,17 @@ func TestPlace_SoldOut(t *testing.T) {
 		}
 		e.noKey(t, "u-g", "k-gate-2", "the gate's wait")
 	})
-	t.Run("admission_gate_answers_gated_when_the_placements_stay_undecided", func(t *testing.T) {
+	t.Run("line_answers_in_line_when_the_placements_stay_undecided", func(t *testing.T) {
 		e.Stock(t, "GATE-3", 1, 100)
 		line := ordersaga.Line{SKU: "GATE-3", Qty: 1}
 		other := e.admitOther(t, line)
 		defer other.Done(ctx)
 		places := e.places.value()
 		asked := time.Now()
-		out := want(t, e.place("k-gate-3", "u-g", line), placement.Gated)
-		if waited := time.Since(asked); waited < gatedWait || out.SKU != "GATE-3" {
-			t.Errorf("gated on %q after %v, want on GATE-3 after the wait (%v)", out.SKU, waited, gatedWait)
+		out := want(t, e.place("k-gate-3", "u-g", line), placement.InLine)
+		if waited := time.Since(asked); waited < lineHold || out.SKU != "GATE-3" || out.Position != 0 || out.RetryAfter != time.Second {
+			t.Errorf("in line for %q at %d after %v (Retry-After %v), want for GATE-3 at 0 after the hold (%v), back within 1s",
+				out.SKU, out.Position, waited, out.RetryAfter, lineHold)
 		}
 		if got := e.places.value(); got != places {
 			t.Errorf("the gate placed %d orders", got-places)

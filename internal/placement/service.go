@@ -21,18 +21,6 @@ const DefaultPlaceTimeout = 40 * time.Second
 // DefaultMaxPlacing is how many Update-with-Start calls a process has in flight at most by default.
 const DefaultMaxPlacing = 48
 
-// DefaultMaxQueued is how many placements of new keys a process lets wait for one of those calls by default.
-// A placement that waits adds its wait to a winner's answer and nothing to the orders placed per second (the
-// keys past it wait up to DefaultBusyWait for a place anyway, so no call slot idles), so the queue is only
-// deep enough to overlap a placement's first steps (admission, the key's claim) with the calls in flight. In
-// the README's sale (256 buyers, 3 SKUs x 300 units, local stack) 48 in flight and 16 waiting answered the
-// winners in p99 3.8-4.9 s against 6.2-8.8 s with 64 and 64, at the same orders per second (BENCHMARKS.md).
-const DefaultMaxQueued = 16
-
-// DefaultBusyWait is how long a new key past the placements in flight and waiting waits for a place among
-// them by default.
-const DefaultBusyWait = time.Second
-
 // DefaultRetention is how long an Idempotency-Key is remembered by default (IDEMPOTENCY_RETENTION).
 const DefaultRetention = 24 * time.Hour
 
@@ -46,6 +34,14 @@ type Counter interface{ Inc() }
 
 // Gauge is a count that goes up and down (a prometheus.Gauge is one).
 type Gauge interface{ Add(float64) }
+
+// LineMetrics observes what the lines answered (Turn): the admissions and their waits, the
+// tickets found abandoned, the lines' lengths.
+type LineMetrics interface{ Seen(Turn) }
+
+type noLineMetrics struct{}
+
+func (noLineMetrics) Seen(Turn) {}
 
 // noGauge is the Gauge of a count nobody reads.
 type noGauge struct{}
@@ -72,23 +68,17 @@ type Config struct {
 	// order ID.
 	Retention time.Duration
 	// MaxPlacing bounds the Update-with-Start calls this process has in flight (0 = DefaultMaxPlacing); the
-	// placements past it wait for one to end.
+	// placements past it wait for one to end. The line bounds how many wait (admission.LineRules.PerSKU).
 	MaxPlacing int
-	// MaxQueued bounds the placements of keys without state that wait for one of those calls (0 =
-	// DefaultMaxQueued). A key without state past MaxPlacing+MaxQueued is answered Busy before anything is
-	// done: waiting longer would hold its client past any timeout it has while the units stay held.
-	MaxQueued int
-	// BusyWait is how long a key without state past MaxPlacing+MaxQueued waits for a place among them
-	// before it is answered Busy (0 = DefaultBusyWait). It holds nothing meanwhile; the wait spares a
-	// crowd of buyers who retry at once the work of turning each other away.
-	BusyWait time.Duration
-	// GatedWait is how long a request the admission gate refuses waits for the placements that count every unit
-	// left to decide, before it is answered Gated (0 = DefaultGatedWait; gate.go).
-	GatedWait time.Duration
+	// LineHold is how long a request near the front of its line waits in the server for its turn before it is
+	// answered InLine (0 = DefaultLineHold; gate.go).
+	LineHold time.Duration
+	// Line observes the lines' answers (nil: nobody does): the operators' metrics.
+	Line LineMetrics
 	// Places counts the Update-with-Start calls: the workflows started or attached to (nil: not counted).
 	Places Counter
-	// InFlight is the Update-with-Start calls in flight (at most MaxPlacing), Waiting the placements waiting
-	// for one of them (nil: not kept).
+	// InFlight is the Update-with-Start calls in flight (at most MaxPlacing), Waiting the placements admitted
+	// and waiting for one of them (nil: not kept).
 	InFlight, Waiting Gauge
 	// RedisDownFallback places orders through the database alone while Redis is unreachable
 	// (RESERVE_DB_FALLBACK): no fast path, no admission gate, the reserve's database-only path in the worker,
@@ -115,9 +105,6 @@ type Service struct {
 	fenceReads singleflight.Group
 	// slots bounds the Update-with-Start calls in flight (Config.MaxPlacing).
 	slots chan struct{}
-	// tickets bounds the placements of keys without state from their admission to their end: those in
-	// flight and those waiting for a slot (Config.MaxPlacing + Config.MaxQueued).
-	tickets chan struct{}
 }
 
 // New returns the service. It starts nothing: the markers' backfill starts with Backfill, or when a
@@ -141,14 +128,11 @@ func New(cfg Config) *Service {
 	if cfg.MaxPlacing <= 0 {
 		cfg.MaxPlacing = DefaultMaxPlacing
 	}
-	if cfg.MaxQueued <= 0 {
-		cfg.MaxQueued = DefaultMaxQueued
+	if cfg.LineHold <= 0 {
+		cfg.LineHold = DefaultLineHold
 	}
-	if cfg.BusyWait <= 0 {
-		cfg.BusyWait = DefaultBusyWait
-	}
-	if cfg.GatedWait <= 0 {
-		cfg.GatedWait = DefaultGatedWait
+	if cfg.Line == nil {
+		cfg.Line = noLineMetrics{}
 	}
 	if cfg.InFlight == nil {
 		cfg.InFlight = noGauge{}
@@ -156,7 +140,7 @@ func New(cfg Config) *Service {
 	if cfg.Waiting == nil {
 		cfg.Waiting = noGauge{}
 	}
-	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing), tickets: make(chan struct{}, cfg.MaxPlacing+cfg.MaxQueued)}
+	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing)}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	return s
 }
@@ -178,25 +162,6 @@ func (s *Service) takeSlot(ctx context.Context) bool {
 func (s *Service) freeSlot() {
 	s.cfg.InFlight.Add(-1)
 	<-s.slots
-}
-
-// takeTicket takes a place among the placements of keys without state (tickets), waiting for one up to
-// Config.BusyWait; false: none freed in that time, or ctx ended.
-func (s *Service) takeTicket(ctx context.Context) bool {
-	select {
-	case s.tickets <- struct{}{}:
-		return true
-	default:
-	}
-	t := time.NewTimer(s.cfg.BusyWait)
-	defer t.Stop()
-	select {
-	case s.tickets <- struct{}{}:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
 }
 
 // life is how long a key's row lives after its last use (sqlstore.IdempotencyLife of the retention).

@@ -18,7 +18,11 @@ type (
 	marker    = admission.ClaimMarker      // a key's marker in Redis
 	fastCheck = admission.FastCheck        // what one Redis round trip says about a request
 	admitted  = admission.Admission        // units counted by the admission gate; Done (nil-safe) gives them back
+	ticket    = admission.Ticket           // a request's place in its SKUs' lines
 )
+
+// Turn is what the lines said of a request (admission.Turn): LineMetrics observes it.
+type Turn = admission.Turn
 
 // MarkerName is the name of the key's marker in Redis (the sold-out fast path's idempotency marker), from
 // (user, Idempotency-Key) alone (redisstock.ClaimName, through the admission gate that reads the markers).
@@ -58,7 +62,8 @@ type Stock interface {
 	ClaimsReady(ctx context.Context) (bool, error)
 	BeginClaimsBackfill(ctx context.Context) (string, error)
 	FinishClaimsBackfill(ctx context.Context, token string) (bool, error)
-	Admit(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*admission.Admission, string, error)
+	Admit(ctx context.Context, t admission.Ticket, lines []ordersaga.Line, shards map[string]int, ttl time.Duration) (*admission.Admission, admission.Turn, error)
+	Freed(sku string) <-chan struct{}
 }
 
 var (

@@ -63,3 +63,14 @@ func (r *Store) AdmittersKey(sku string) string { return r.AdmittingKey(sku) + "
 func (r *Store) AdmissionLeaseKey(sku, owner string) string {
 	return r.AdmittingKey(sku) + ":lease:" + owner
 }
+
+// LineKey is the SKU's line at the order API's front door (admission's line.lua): a sorted set ticket ->
+// first arrival (unix ms), the oldest first.
+func (r *Store) LineKey(sku string) string { return r.prefix + "inv:{" + sku + "}:line" }
+
+// LineHoldersKey is the hash ticket -> "<due ms>:<units>" of the SKU's line: when the ticket's holder is due
+// back at the latest, and the units it asks for.
+func (r *Store) LineHoldersKey(sku string) string { return r.LineKey(sku) + ":who" }
+
+// LineAdmittedKey counts the tickets the SKU's line has admitted (the API's estimate of its pace).
+func (r *Store) LineAdmittedKey(sku string) string { return r.LineKey(sku) + ":admitted" }
