@@ -18,6 +18,9 @@ var (
 	//go:embed lua/line.lua
 	lineLua    string
 	lineScript = redis.NewScript(lineLua)
+	//go:embed lua/drop_line.lua
+	dropLineLua    string
+	dropLineScript = redis.NewScript(dropLineLua)
 )
 
 // The line at the front door. A placement of a new key is counted by the admission gate only in its turn:
@@ -199,6 +202,36 @@ func (r *Gate) leave(ctx context.Context, t Ticket, lines []ordersaga.Line) {
 		}
 		return nil
 	}) // a ticket left behind is dropped as abandoned when the front reaches it
+}
+
+// DropSoldOutLine drops sku's line in the background once the SKU has no unit left (lua/drop_line.lua), at
+// most once per admissionReapEvery per SKU in this process: the fast path answers its holders sold out
+// before they reach the line, so its tickets would otherwise wait for their keys' life to end. dropped is
+// called with the tickets dropped when the line went (not when it stays).
+func (r *Gate) DropSoldOutLine(sku string, dropped func(n int64)) {
+	l := r.leases()
+	key := "line:" + sku
+	now := time.Now()
+	l.mu.Lock()
+	if l.reaping[key] || now.Sub(l.lastReap[key]) < l.reap {
+		l.mu.Unlock()
+		return
+	}
+	l.reaping[key], l.lastReap[key] = true, now
+	l.mu.Unlock()
+	go func() {
+		defer func() {
+			l.mu.Lock()
+			delete(l.reaping, key)
+			l.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+		defer cancel()
+		keys := []string{r.rs.AvailKey(sku), r.rs.ShardsKey(sku), r.rs.LineKey(sku), r.rs.LineHoldersKey(sku)}
+		if n, err := dropLineScript.Run(ctx, r.rdb, keys).Int64(); err == nil && n >= 0 {
+			dropped(n)
+		} // a failure leaves the line to its keys' life
+	}()
 }
 
 // Line is a SKU's line as Redis has it: its tickets, oldest first (tests and operators).

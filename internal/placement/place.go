@@ -71,6 +71,9 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 		return unavailable(serviceRedis, err), nil
 	}
 	if fast.Refuse() {
+		if sku := fast.SoldOutSKU; sku != "" {
+			p.stock.DropSoldOutLine(sku, func(int64) { p.s.cfg.Line.Seen(Turn{Line: sku}) })
+		}
 		return fastRefusal(fast), nil
 	}
 	p.shards = fast.Shards

@@ -64,6 +64,7 @@ type Stock interface {
 	FinishClaimsBackfill(ctx context.Context, token string) (bool, error)
 	Admit(ctx context.Context, t admission.Ticket, lines []ordersaga.Line, shards map[string]int, ttl time.Duration) (*admission.Admission, admission.Turn, error)
 	Freed(sku string) <-chan struct{}
+	DropSoldOutLine(sku string, dropped func(n int64))
 }
 
 var (
