@@ -5,9 +5,8 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,8 +127,7 @@ func (a *Admission) Done(ctx context.Context) {
 // unadmitLine takes qty off this process's field of sku and off the total (unadmit.lua: never more than the
 // field has, so nothing is taken off twice after a reap).
 func (r *Gate) unadmitLine(ctx context.Context, sku string, qty int64) error {
-	keys := []string{r.rs.AdmittingKey(sku), r.rs.AdmittersKey(sku)}
-	return unadmitScript.Run(ctx, r.rdb, keys, qty, r.leases().owner).Err()
+	return unadmitScript.Run(ctx, r.rdb, r.rs.AdmissionKeys(sku), qty, r.leases().owner).Err()
 }
 
 // hold notes units this process counts, and starts its heartbeat when it had none.
@@ -156,128 +154,190 @@ func (l *admissionLeases) release(sku string, qty int64, owed bool) {
 	}
 }
 
-// heartbeat renews this process's lease of every SKU it counts units of, every renew, and retries what Done
-// owes; it ends when there is neither.
-func (r *Gate) heartbeat() {
+// Admit asks the lines of the request's SKUs for its turn: per line, in one script (lua/line.lua), it takes
+// or keeps the ticket, drops the abandoned tickets at the front, and when the turn is the ticket's counts the
+// line's units as being placed (inv:{SKU}:admitting, this process's field, its lease) and takes the ticket out.
+// A line not in its turn undoes the lines counted before it (their tickets go back with their first arrival)
+// and is returned in Turn; a sold-out line takes the ticket out of every line. A SKU Redis has not loaded is
+// admitted uncounted (the workflow fails closed). shards is the shard count of the SKUs whose stock is split
+// (nil: none): their units left are the sum of the shards'. The caller calls Done on the Admission once the
+// reservation is decided or the wait given up; the units stay counted while this process lives (its
+// heartbeat renews its lease) and are reaped within about admissionLease of its death. ttl is how long the
+// SKU's keys outlive its last admission (longer than any placement).
+func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shards map[string]int, ttl time.Duration) (*Admission, Turn, error) {
 	l := r.leases()
-	tick := time.NewTicker(l.renew)
-	defer tick.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-tick.C:
-		}
-		l.mu.Lock()
-		if len(l.held) == 0 && len(l.owed) == 0 {
-			l.beating = false
-			l.mu.Unlock()
-			return
-		}
-		skus := make([]string, 0, len(l.held))
-		for sku := range l.held {
-			skus = append(skus, sku)
-		}
-		owed := maps.Clone(l.owed)
-		l.mu.Unlock()
-
-		ctx, cancel := context.WithTimeout(context.Background(), l.lease)
-		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, sku := range skus {
-				p.Set(ctx, r.rs.AdmissionLeaseKey(sku, l.owner), 1, l.lease)
-			}
-			return nil
-		})
-		if err == nil {
-			l.renewals.Add(1)
-		} // a failed renewal is retried at the next tick; the lease outlives several
-		for sku, qty := range owed {
-			if r.unadmitLine(ctx, sku, qty) == nil {
-				l.mu.Lock()
-				if l.owed[sku] -= qty; l.owed[sku] <= 0 {
-					delete(l.owed, sku)
-				}
-				l.mu.Unlock()
-			}
-		}
-		cancel()
+	ttl = max(ttl, l.lease)
+	a := &Admission{rs: r}
+	undo := context.WithoutCancel(ctx)
+	arrived := t.Arrived
+	if arrived.IsZero() {
+		arrived = time.Now()
 	}
+	var turn Turn
+	for i, line := range lines {
+		var extra int64
+		if n := shards[line.SKU]; n > 1 {
+			more, err := r.rs.OtherShardsAvailable(ctx, line.SKU, n)
+			if err != nil {
+				r.giveBack(undo, a, t, lines[:i], arrived)
+				return nil, Turn{}, fmt.Errorf("admit %s: %w", line.SKU, err)
+			}
+			extra = more
+		}
+		now := time.Now()
+		keys := r.rs.LineScriptKeys(line.SKU, l.owner)
+		freed := r.Freed(line.SKU) // before the call: a free after it wakes the waiter
+		res, err := lineScript.Run(ctx, r.rdb, keys, t.ID, line.Qty, now.UnixMilli(), arrived.UnixMilli(),
+			r.pace.of(line.SKU), int64(MaxRetryAfter/time.Second), r.rules.Grace.Milliseconds(), r.rules.PerSKU,
+			l.owner, l.lease.Milliseconds(), ttl.Milliseconds(), extra).Int64Slice()
+		if err == nil && len(res) != 7 {
+			err = fmt.Errorf("line.lua answered %d values, want 7", len(res))
+		}
+		if err != nil {
+			r.giveBack(undo, a, t, lines[:i], arrived)
+			return nil, Turn{}, fmt.Errorf("admit %s: %w", line.SKU, err)
+		}
+		code, position, length, admitted, gone, first, retry := res[0], res[1], res[2], res[3], res[4], res[5], res[6]
+		turn.Abandoned += gone
+		turn.Line, turn.Length = line.SKU, length
+		if code == 1 || code == 0 {
+			r.pace.note(line.SKU, admitted, now)
+		}
+		switch code {
+		case 1:
+			a.lines = append(a.lines, line)
+			l.hold(r, line.SKU, line.Qty)
+			if first > 0 && t.ID != "" {
+				arrived = time.UnixMilli(first)
+				turn.Waited = max(turn.Waited, now.Sub(arrived))
+			}
+		case 2:
+			// Not loaded: admitted uncounted.
+		case 3:
+			a.Done(undo)
+			r.leave(undo, t, lines)
+			return nil, Turn{SKU: line.SKU, SoldOut: true, Line: line.SKU, Length: length, Abandoned: turn.Abandoned}, nil
+		default:
+			r.giveBack(undo, a, t, lines[:i], time.UnixMilli(first))
+			r.reapSoon(line.SKU)
+			pace := r.pace.of(line.SKU)
+			return nil, Turn{
+				SKU: line.SKU, Position: position, Line: line.SKU, Length: length, RetryAfter: time.Duration(retry) * time.Second,
+				Wait:      time.Duration(float64(position+1) / pace * float64(time.Second)),
+				Abandoned: turn.Abandoned, Freed: freed,
+			}, nil
+		}
+	}
+	return a, turn, nil
 }
 
-// reapSoon reaps sku in the background unless this process did within reap or is doing it now: a refusal
-// is when a dead process's units matter.
-func (r *Gate) reapSoon(sku string) {
-	l := r.leases()
-	now := time.Now()
-	l.mu.Lock()
-	if l.reaping[sku] || now.Sub(l.lastReap[sku]) < l.reap {
-		l.mu.Unlock()
+// giveBack undoes the lines a refused request had counted, and puts its ticket back in their lines with its
+// first arrival (due back within a second: the caller answers or asks again at once).
+func (r *Gate) giveBack(ctx context.Context, a *Admission, t Ticket, counted []ordersaga.Line, arrived time.Time) {
+	a.Done(ctx)
+	if t.ID == "" || len(counted) == 0 {
 		return
 	}
-	l.reaping[sku], l.lastReap[sku] = true, now
-	l.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
-		defer cancel()
-		_, _ = r.ReapAdmissions(ctx, sku) // the next refusal tries again
-		l.mu.Lock()
-		delete(l.reaping, sku)
-		l.mu.Unlock()
-	}()
+	due := time.Now().Add(time.Second).UnixMilli()
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, line := range counted {
+			p.ZAddNX(ctx, r.rs.LineKey(line.SKU), redis.Z{Score: float64(arrived.UnixMilli()), Member: t.ID})
+			p.HSet(ctx, r.rs.LineHoldersKey(line.SKU), t.ID, fmt.Sprintf("%d:%d", due, line.Qty))
+		}
+		return nil
+	}) // a ticket not put back only loses its place: the request is answered in line and comes back
 }
 
-var reapAdmissions = redis.NewScript(`
-for i, owner in ipairs(ARGV) do
-  if redis.call('EXISTS', KEYS[2 + i]) == 0 then
-    redis.call('HDEL', KEYS[2], owner)
-  end
-end
-local total = 0
-local fields = redis.call('HGETALL', KEYS[2])
-for i = 1, #fields, 2 do
-  local n = tonumber(fields[i + 1])
-  if n > 0 then
-    total = total + n
-  else
-    redis.call('HDEL', KEYS[2], fields[i])
-  end
-end
-if total > 0 then
-  redis.call('SET', KEYS[1], total, 'KEEPTTL')
-else
-  redis.call('DEL', KEYS[1], KEYS[2])
-end
-return total`)
-
-// ReapAdmissions drops the counts of sku's owners whose lease is gone (processes that died) and recounts the
-// total from the owners left, which it returns. Two round trips: the owners, then a script given their lease
-// keys (so every key it touches is declared, as Redis Cluster requires).
-func (r *Gate) ReapAdmissions(ctx context.Context, sku string) (int64, error) {
-	owners, err := r.rdb.HKeys(ctx, r.rs.AdmittersKey(sku)).Result()
-	if err != nil {
-		return 0, fmt.Errorf("reap admissions %s: %w", sku, err)
+// leave takes a request's ticket out of its SKUs' lines (it was answered sold out: it does not come back).
+func (r *Gate) leave(ctx context.Context, t Ticket, lines []ordersaga.Line) {
+	if t.ID == "" {
+		return
 	}
-	keys := []string{r.rs.AdmittingKey(sku), r.rs.AdmittersKey(sku)}
-	args := make([]any, len(owners))
-	for i, o := range owners {
-		keys = append(keys, r.rs.AdmissionLeaseKey(sku, o))
-		args[i] = o
-	}
-	n, err := reapAdmissions.Run(ctx, r.rdb, keys, args...).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("reap admissions %s: %w", sku, err)
-	}
-	return n, nil
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, line := range lines {
+			p.ZRem(ctx, r.rs.LineKey(line.SKU), t.ID)
+			p.HDel(ctx, r.rs.LineHoldersKey(line.SKU), t.ID)
+		}
+		return nil
+	}) // a ticket left behind is dropped as abandoned when the front reaches it
 }
 
-// Admitting returns the units of sku counted as being placed right now.
-func (r *Gate) Admitting(ctx context.Context, sku string) (int64, error) {
-	n, err := r.rdb.Get(ctx, r.rs.AdmittingKey(sku)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
+// linePace measures, per SKU, the admissions per second of its line (from the line's counter, as this
+// process's calls read it), smoothed: the estimated wait and the Retry-After of a ticket come from it.
+type linePace struct {
+	mu   sync.Mutex
+	skus map[string]*skuPace
+}
+
+type skuPace struct {
+	count int64
+	at    time.Time
+	rate  float64
+}
+
+// of is sku's pace (defaultPace until measured; never below one admission in five seconds).
+func (p *linePace) of(sku string) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.skus[sku]
+	if s == nil || s.rate == 0 {
+		return defaultPace
 	}
-	if err != nil {
-		return 0, fmt.Errorf("admitting %s: %w", sku, err)
+	return math.Max(s.rate, 0.2)
+}
+
+// note records that sku's line had admitted count tickets at now.
+func (p *linePace) note(sku string, count int64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.skus == nil {
+		p.skus = map[string]*skuPace{}
 	}
-	return n, nil
+	s := p.skus[sku]
+	switch {
+	case s == nil:
+		p.skus[sku] = &skuPace{count: count, at: now}
+	case count < s.count:
+		*s = skuPace{count: count, at: now} // the counter expired or Redis lost it
+	case now.Sub(s.at) >= time.Second:
+		rate := float64(count-s.count) / now.Sub(s.at).Seconds()
+		if s.rate == 0 {
+			s.rate = rate
+		} else {
+			s.rate = (s.rate + rate) / 2
+		}
+		s.count, s.at = count, now
+	}
+}
+
+// freed wakes the requests of this process waiting in a SKU's line when units of it free here.
+type freed struct {
+	mu   sync.Mutex
+	skus map[string]chan struct{}
+}
+
+// Freed returns a channel closed when this process next frees units of sku (an admission's Done): a request
+// in the line waits on it, and on a timer for the frees of other processes.
+func (r *Gate) Freed(sku string) <-chan struct{} {
+	f := &r.freed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.skus == nil {
+		f.skus = map[string]chan struct{}{}
+	}
+	c := f.skus[sku]
+	if c == nil {
+		c = make(chan struct{})
+		f.skus[sku] = c
+	}
+	return c
+}
+
+func (f *freed) wake(sku string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.skus[sku]; c != nil {
+		close(c)
+		delete(f.skus, sku)
+	}
 }

@@ -110,7 +110,7 @@ func (s *Service) markAll(ctx context.Context) (int, error) {
 			if r.Open {
 				age = 0
 			}
-			markers[i] = s.markerOf(r.UserID, r.Key, r.Nonce, age, false) // never over a life written since the read
+			markers[i] = s.markerOf(MarkerName(r.UserID, r.Key), r.Nonce, age, false) // never over a life written since the read
 		}
 		if err := rs.MarkClaimed(ctx, markers...); err != nil {
 			return marked, err

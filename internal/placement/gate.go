@@ -29,9 +29,7 @@ const linePoll = 200 * time.Millisecond
 func (p *placement) waitTurn(ctx context.Context, marker string, adm **admitted) (out Outcome, ok bool) {
 	hold := time.Now().Add(p.s.cfg.LineHold)
 	ticket := ticket{ID: marker, Arrived: p.arrived}
-	sku := p.req.Lines[0].SKU
 	for {
-		freed := p.stock.Freed(sku)
 		a, turn, err := p.stock.Admit(ctx, ticket, p.req.Lines, p.shards, p.s.cfg.PlaceTimeout+time.Minute)
 		if err != nil {
 			if p.redisFails(err) {
@@ -47,13 +45,12 @@ func (p *placement) waitTurn(ctx context.Context, marker string, adm **admitted)
 		case turn.SoldOut:
 			return soldOut(turn.SKU, true), false
 		}
-		sku = turn.SKU
 		if turn.RetryAfter > time.Second || time.Now().After(hold) {
 			return inLine(turn), false
 		}
 		t := time.NewTimer(linePoll)
 		select {
-		case <-freed:
+		case <-turn.Freed:
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()

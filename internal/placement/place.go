@@ -50,6 +50,8 @@ type placement struct {
 	shards map[string]int
 	// arrived is when this request arrived: its ticket's first arrival, if it takes one.
 	arrived time.Time
+	// marker is the name of the key's marker in Redis (MarkerName), which also names its ticket in a line.
+	marker string
 }
 
 func (p *placement) run(ctx context.Context) (Outcome, error) {
@@ -62,7 +64,8 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	}
 	// The fast path: in a flash sale almost every request ends here, so it reads Redis only. It may only
 	// refuse, and only a key without state in the database (whose first answer was never kept).
-	marker := MarkerName(p.req.UserID, p.req.Key)
+	p.marker = MarkerName(p.req.UserID, p.req.Key)
+	marker := p.marker
 	fast, err := p.s.checkOrder(ctx, marker, p.req.UserID, p.req.Lines)
 	// Redis unreachable with the database-only path on (redisFails false): no fast path, no admission gate and
 	// no marker; the order's reserve goes to the database alone (the worker's fallback), and the markers' fence
@@ -109,9 +112,9 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	wrote := fresh || rec.Refreshed
 	switch {
 	case !wrote && fast.Claimed:
-		p.markerUntil = claimed.Add(p.s.life() - rec.Age)
+		p.markerUntil = claimed.Add(p.s.life - rec.Age)
 	case !p.redisDown:
-		m := p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, rec.Age, wrote)
+		m := p.s.markerOf(p.marker, rec.Nonce, rec.Age, wrote)
 		err := p.stock.MarkClaimed(ctx, m)
 		switch {
 		case err == nil:
@@ -254,12 +257,12 @@ func (p *placement) reserved(ctx context.Context, rec keyRecord, o ordersaga.Ord
 // (Redis unreachable or failing), it raises the markers' fence, so that no process answers the key from the
 // fast path until every live key is marked again. The error is the fence's.
 func (p *placement) cover(ctx context.Context, rec keyRecord) error {
-	if p.fenced || !time.Now().Add(p.s.life()).After(p.markerUntil) {
+	if p.fenced || !time.Now().Add(p.s.life).After(p.markerUntil) {
 		return nil
 	}
 	if !p.redisDown {
 		start := time.Now()
-		m := p.s.markerOf(p.req.UserID, p.req.Key, rec.Nonce, 0, true)
+		m := p.s.markerOf(p.marker, rec.Nonce, 0, true)
 		err := p.stock.MarkClaimed(ctx, m)
 		if err == nil {
 			p.markerUntil = start.Add(m.TTL)

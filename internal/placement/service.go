@@ -105,6 +105,8 @@ type Service struct {
 	fenceReads singleflight.Group
 	// slots bounds the Update-with-Start calls in flight (Config.MaxPlacing).
 	slots chan struct{}
+	// life is how long a key's row lives after its last use (sqlstore.IdempotencyLife of the retention).
+	life time.Duration
 }
 
 // New returns the service. It starts nothing: the markers' backfill starts with Backfill, or when a
@@ -140,7 +142,7 @@ func New(cfg Config) *Service {
 	if cfg.Waiting == nil {
 		cfg.Waiting = noGauge{}
 	}
-	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing)}
+	s := &Service{cfg: cfg, slots: make(chan struct{}, cfg.MaxPlacing), life: keyLife(cfg.Retention)}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	return s
 }
@@ -164,15 +166,12 @@ func (s *Service) freeSlot() {
 	<-s.slots
 }
 
-// life is how long a key's row lives after its last use (sqlstore.IdempotencyLife of the retention).
-func (s *Service) life() time.Duration { return keyLife(s.cfg.Retention) }
-
-// markerOf is the marker of a key's row last used age ago: named from (user, key), valued with the life's
+// markerOf is the marker of a key's row last used age ago: named name (the key's MarkerName), valued with the life's
 // nonce, and living a little longer than the row has left. isNew: the caller has just written that life or
 // its last use (its marker replaces an earlier life's; otherwise it is set only where there is none, or made
 // to live as long where it carries the same life).
-func (s *Service) markerOf(userID, key, nonce string, age time.Duration, isNew bool) marker {
-	return marker{Name: MarkerName(userID, key), Nonce: nonce, TTL: max(s.life()-age, 0) + markerSlack, New: isNew}
+func (s *Service) markerOf(name, nonce string, age time.Duration, isNew bool) marker {
+	return marker{Name: name, Nonce: nonce, TTL: max(s.life-age, 0) + markerSlack, New: isNew}
 }
 
 // Known records that sku is in the inventory table (its admin just set it), sparing a placement the lookup.

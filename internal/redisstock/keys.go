@@ -74,3 +74,15 @@ func (r *Store) LineHoldersKey(sku string) string { return r.LineKey(sku) + ":wh
 
 // LineAdmittedKey counts the tickets the SKU's line has admitted (the API's estimate of its pace).
 func (r *Store) LineAdmittedKey(sku string) string { return r.LineKey(sku) + ":admitted" }
+
+// LineScriptKeys are the keys admission's line.lua touches for a SKU and one API process (owner), in the
+// script's order: avail, admitting, admitting:by, the owner's lease, line, line:who, line:admitted.
+func (r *Store) LineScriptKeys(sku, owner string) []string {
+	return []string{r.AvailKey(sku), r.AdmittingKey(sku), r.AdmittersKey(sku), r.AdmissionLeaseKey(sku, owner),
+		r.LineKey(sku), r.LineHoldersKey(sku), r.LineAdmittedKey(sku)}
+}
+
+// AdmissionKeys are the keys of unadmit.lua for a SKU: admitting, admitting:by.
+func (r *Store) AdmissionKeys(sku string) []string {
+	return []string{r.AdmittingKey(sku), r.AdmittersKey(sku)}
+}
