@@ -229,7 +229,7 @@ func TestUnexported(t *testing.T) {
 			[]string{"rule A: metric ordersaga_reserve_outcome_total: no process exports it"}},
 		{"misspelt_metric_in_a_dashboard_row", dashboardQueries, dashboard(`sum(rate(ordersaga_step_stuck[5m]))`),
 			[]string{`panel "p": target A: metric ordersaga_step_stuck: no process exports it`}},
-		{"label_its_series_do_not_carry", ruleQueries, rules(`ordersaga_reserve_outcomes_total{result="busy"} > 0`),
+		{"label_its_series_do_not_carry", ruleQueries, rules(`ordersaga_reserve_outcomes_total{result="in_line"} > 0`),
 			[]string{"label result of ordersaga_reserve_outcomes_total"}},
 		{"grouping_label_no_metric_carries", ruleQueries, rules(`sum by (kind) (ordersaga_step_stuck_total) > 0`),
 			[]string{"label kind of a by"}},

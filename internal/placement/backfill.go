@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/ordersaga/ordersaga"
 )
 
 // claimsPage is how many idempotency keys one backfill step reads and marks.
@@ -13,25 +11,6 @@ const claimsPage = 1000
 
 // backfillTimeout bounds one backfill of the markers.
 const backfillTimeout = 10 * time.Minute
-
-// checkOrder is the sold-out fast path's one Redis round trip (Stock.CheckOrder). While the idempotency
-// markers are not ready (a fresh or wiped Redis) it starts their backfill, and the request takes the slow
-// path meanwhile; while the markers' fence is up (keys claimed while Redis was unreachable may lack their
-// markers) the markers count as not ready too, and it starts their re-marking.
-func (s *Service) checkOrder(ctx context.Context, marker, userID string, lines []ordersaga.Line) (fastCheck, error) {
-	c, err := s.cfg.Stock.CheckOrder(ctx, marker, userID, lines)
-	if err != nil {
-		return c, err
-	}
-	if !c.Ready {
-		s.Backfill()
-	}
-	if s.fenced(ctx) {
-		c.Ready = false
-		s.lowerFence()
-	}
-	return c, nil
-}
 
 // Backfill starts the backfill of the idempotency markers from the database in the background, unless one
 // of this service runs already or Run has stopped the service; the backfill returns at once when the markers

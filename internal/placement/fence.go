@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/ordersaga/ordersaga"
 )
 
 // The markers' fence (sqlstore.MarkerFence, table marker_fence). While Redis is unreachable and the
@@ -43,6 +45,25 @@ type fenceState struct {
 // Redis is unreachable (not merely busy or slow) and the database-only path is on (RESERVE_DB_FALLBACK).
 func (s *Service) placesWithoutRedis(err error) bool {
 	return s.cfg.RedisDownFallback && redisUnreachable(err)
+}
+
+// checkOrder is the sold-out fast path's one Redis round trip (Stock.CheckOrder). While the idempotency
+// markers are not ready (a fresh or wiped Redis) it starts their backfill, and the request takes the slow
+// path meanwhile; while the markers' fence is up (keys claimed while Redis was unreachable may lack their
+// markers) the markers count as not ready too, and it starts their re-marking.
+func (s *Service) checkOrder(ctx context.Context, marker, userID string, lines []ordersaga.Line) (fastCheck, error) {
+	c, err := s.cfg.Stock.CheckOrder(ctx, marker, userID, lines)
+	if err != nil {
+		return c, err
+	}
+	if !c.Ready {
+		s.Backfill()
+	}
+	if s.fenced(ctx) {
+		c.Ready = false
+		s.lowerFence()
+	}
+	return c, nil
 }
 
 // fenced reports whether the fast path and the admission gate must stay off: the fence is up, or this

@@ -1,5 +1,7 @@
 package redisstock
 
+import "strconv"
+
 // The key layout: every key of a SKU carries the SKU as its hash tag ({sku}), so one script's keys share a
 // slot and the scripts run unchanged on Redis Cluster. Every key is prefixed (New). The order API's admission
 // gate (internal/admission) keeps its keys here too, so the layout is read in one place.
@@ -86,3 +88,15 @@ func (r *Store) LineScriptKeys(sku, owner string) []string {
 func (r *Store) AdmissionKeys(sku string) []string {
 	return []string{r.AdmittingKey(sku), r.AdmittersKey(sku)}
 }
+
+// ShardName is the name whose keys are shard i of sku: sku itself for shard 0, sku#i for the others.
+func ShardName(sku string, i int) string {
+	if i == 0 {
+		return sku
+	}
+	return sku + "#" + strconv.Itoa(i)
+}
+
+// ShardsKey holds the SKU's shard count as the database has it (missing: 1), set by every load of the SKU
+// from the database (SetShards). The order API reads it when it places an order (the order's N).
+func (r *Store) ShardsKey(sku string) string { return r.prefix + "inv:{" + sku + "}:shards" }

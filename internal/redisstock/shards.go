@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"strconv"
 	"sync"
 
 	"github.com/ordersaga/ordersaga"
@@ -50,18 +49,6 @@ func walkPath(orderID, sku string, n int) []string {
 	}
 	return out
 }
-
-// ShardName is the name whose keys are shard i of sku: sku itself for shard 0, sku#i for the others.
-func ShardName(sku string, i int) string {
-	if i == 0 {
-		return sku
-	}
-	return sku + "#" + strconv.Itoa(i)
-}
-
-// ShardsKey holds the SKU's shard count as the database has it (missing: 1), set by every load of the SKU
-// from the database (SetShards). The order API reads it when it places an order (the order's N).
-func (r *Store) ShardsKey(sku string) string { return r.prefix + "inv:{" + sku + "}:shards" }
 
 // Shards reads the SKU's shard count as Redis has it (1 when not split, or not loaded).
 func (r *Store) Shards(ctx context.Context, sku string) (int, error) {
