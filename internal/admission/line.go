@@ -97,29 +97,12 @@ type Turn struct {
 // before they reach the line, so its tickets would otherwise wait for their keys' life to end. dropped is
 // called with the tickets dropped when the line went (not when it stays).
 func (r *Gate) DropSoldOutLine(sku string, dropped func(n int64)) {
-	l := r.leases()
-	key := "line:" + sku
-	now := time.Now()
-	l.mu.Lock()
-	if l.reaping[key] || now.Sub(l.lastReap[key]) < l.reap {
-		l.mu.Unlock()
-		return
-	}
-	l.reaping[key], l.lastReap[key] = true, now
-	l.mu.Unlock()
-	go func() {
-		defer func() {
-			l.mu.Lock()
-			delete(l.reaping, key)
-			l.mu.Unlock()
-		}()
-		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
-		defer cancel()
+	r.inBackground("line:"+sku, func(ctx context.Context) {
 		keys := []string{r.rs.AvailKey(sku), r.rs.ShardsKey(sku), r.rs.LineKey(sku), r.rs.LineHoldersKey(sku)}
 		if n, err := dropLineScript.Run(ctx, r.rdb, keys).Int64(); err == nil && n >= 0 {
 			dropped(n)
 		} // a failure leaves the line to its keys' life
-	}()
+	})
 }
 
 // Line is a SKU's line as Redis has it: its tickets, oldest first (tests and operators).

@@ -61,22 +61,32 @@ func (r *Gate) heartbeat() {
 // reapSoon reaps sku in the background unless this process did within reap or is doing it now: a refusal
 // is when a dead process's units matter.
 func (r *Gate) reapSoon(sku string) {
+	r.inBackground("reap:"+sku, func(ctx context.Context) {
+		_, _ = r.ReapAdmissions(ctx, sku) // the next refusal tries again
+	})
+}
+
+// inBackground runs work in the background, with checkTimeout, unless this process ran the work named key
+// within reap or is running it now (the reap of a SKU, the drop of its line).
+func (r *Gate) inBackground(key string, work func(ctx context.Context)) {
 	l := r.leases()
 	now := time.Now()
 	l.mu.Lock()
-	if l.reaping[sku] || now.Sub(l.lastReap[sku]) < l.reap {
+	if l.reaping[key] || now.Sub(l.lastReap[key]) < l.reap {
 		l.mu.Unlock()
 		return
 	}
-	l.reaping[sku], l.lastReap[sku] = true, now
+	l.reaping[key], l.lastReap[key] = true, now
 	l.mu.Unlock()
 	go func() {
+		defer func() {
+			l.mu.Lock()
+			delete(l.reaping, key)
+			l.mu.Unlock()
+		}()
 		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 		defer cancel()
-		_, _ = r.ReapAdmissions(ctx, sku) // the next refusal tries again
-		l.mu.Lock()
-		delete(l.reaping, sku)
-		l.mu.Unlock()
+		work(ctx)
 	}()
 }
 
