@@ -36,8 +36,6 @@ func TestScriptsAndTransactions_KeysShareOneTag(t *testing.T) {
 		t.Fatalf("admit past the stock: %q %v, want %s refused", refused, err, sku)
 	}
 	a.Done(ctx)
-	dropped := make(chan int64, 1)
-	g.DropSoldOutLine(sku, func(n int64) { dropped <- n })
 	if _, err := g.ReapAdmissions(ctx, sku); err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +47,7 @@ func TestScriptsAndTransactions_KeysShareOneTag(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	select { // the drop runs in the background (the SKU has a unit: it keeps its line, and says nothing)
-	case n := <-dropped:
-		t.Errorf("the line of a SKU with a unit left dropped %d tickets", n)
-	case <-time.After(500 * time.Millisecond):
-	}
-	for _, name := range []string{"line.lua", "unadmit.lua", "drop_line.lua"} {
+	for _, name := range []string{"line.lua", "unadmit.lua"} {
 		src, err := os.ReadFile(filepath.Join("lua", name))
 		if err != nil {
 			t.Fatal(err)
@@ -63,8 +56,8 @@ func TestScriptsAndTransactions_KeysShareOneTag(t *testing.T) {
 			t.Errorf("%s: no call ran it", name)
 		}
 	}
-	if n := calls.Scripts(); n != 5 {
-		t.Errorf("%d scripts ran, want 5 (line.lua, unadmit.lua, drop_line.lua, the reap, the backfill's finish)", n)
+	if n := calls.Scripts(); n != 4 {
+		t.Errorf("%d scripts ran, want 4 (line.lua, unadmit.lua, the reap, the backfill's finish)", n)
 	}
 	all, _ := calls.All()
 	for _, keys := range all {

@@ -14,9 +14,6 @@ var (
 	//go:embed lua/line.lua
 	lineLua    string
 	lineScript = redis.NewScript(lineLua)
-	//go:embed lua/drop_line.lua
-	dropLineLua    string
-	dropLineScript = redis.NewScript(dropLineLua)
 )
 
 // The line at the front door. A placement of a new key is counted by the admission gate only in its turn:
@@ -90,19 +87,6 @@ type Turn struct {
 	// Freed is, when the request is in line, closed once this process next frees units of SKU: a request
 	// waiting in the server waits on it (and on a timer, for the frees of other processes).
 	Freed <-chan struct{}
-}
-
-// DropSoldOutLine drops sku's line in the background once the SKU has no unit left (lua/drop_line.lua), at
-// most once per admissionReapEvery per SKU in this process: the fast path answers its holders sold out
-// before they reach the line, so its tickets would otherwise wait for their keys' life to end. dropped is
-// called with the tickets dropped when the line went (not when it stays).
-func (r *Gate) DropSoldOutLine(sku string, dropped func(n int64)) {
-	r.inBackground("line:"+sku, func(ctx context.Context) {
-		keys := []string{r.rs.AvailKey(sku), r.rs.ShardsKey(sku), r.rs.LineKey(sku), r.rs.LineHoldersKey(sku)}
-		if n, err := dropLineScript.Run(ctx, r.rdb, keys).Int64(); err == nil && n >= 0 {
-			dropped(n)
-		} // a failure leaves the line to its keys' life
-	})
 }
 
 // Line is a SKU's line as Redis has it: its tickets, oldest first (tests and operators).

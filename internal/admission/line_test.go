@@ -216,38 +216,3 @@ func TestLine_SplitSKUCountsEveryShard(t *testing.T) {
 		t.Errorf("two units asked of one left on the shards: %+v %v, want sold out", turn, err)
 	}
 }
-
-// TestLine_DroppedOnceNothingIsLeft: the holders of a sold-out SKU's tickets are answered by the fast path,
-// never by the line, so the line goes once the SKU has no unit left; a SKU with units keeps it.
-func TestLine_DroppedOnceNothingIsLeft(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	e := newLine(t, 1, admission.LineRules{})
-	holder := e.wantAdmitted("", time.Now())
-	defer holder.Done(ctx)
-	e.wantInLine("a", time.Now(), 0)
-	e.wantInLine("b", time.Now(), 1)
-	drop := func() int64 {
-		got := make(chan int64, 1)
-		e.g.DropSoldOutLine(e.sku, func(n int64) { got <- n })
-		select {
-		case n := <-got:
-			return n
-		case <-time.After(2 * time.Second):
-			return -1
-		}
-	}
-	if n := drop(); n != -1 {
-		t.Errorf("a SKU with a unit left dropped its line (%d tickets)", n)
-	}
-	if err := e.rs.SetAvailable(ctx, e.sku, 0); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1100 * time.Millisecond) // at most one drop per SKU per second
-	if n := drop(); n != 2 {
-		t.Errorf("the sold-out SKU's line: %d tickets dropped, want 2", n)
-	}
-	if ids, _ := e.g.Line(ctx, e.sku); len(ids) != 0 {
-		t.Errorf("the line after the drop: %v", ids)
-	}
-}

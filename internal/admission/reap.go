@@ -67,7 +67,7 @@ func (r *Gate) reapSoon(sku string) {
 }
 
 // inBackground runs work in the background, with checkTimeout, unless this process ran the work named key
-// within reap or is running it now (the reap of a SKU, the drop of its line).
+// within reap or is running it now.
 func (r *Gate) inBackground(key string, work func(ctx context.Context)) {
 	l := r.leases()
 	now := time.Now()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,12 +34,14 @@ type Metrics struct {
 }
 
 // lineMetrics observes what the lines answer (placement.LineMetrics): admissions and their waits from the
-// first arrival, tickets dropped as abandoned, and each line's length as this process last saw it (a SKU's
-// series goes when its line is empty, so only the SKUs with a line have one).
+// first arrival, tickets dropped as abandoned, and each line's length as this process last saw it. A SKU's
+// series goes when its line is empty or the SKU is sold out (its holders are answered sold out at once, and
+// their tickets wait out their life in Redis), so only the SKUs with a line a buyer can wait in have one.
 type lineMetrics struct {
 	admissions, abandoned prometheus.Counter
 	waited                prometheus.Histogram
 	length                *prometheus.GaugeVec
+	shown                 sync.Map // SKU -> true while length has its series
 }
 
 func (m *lineMetrics) Seen(t placement.Turn) {
@@ -49,10 +52,13 @@ func (m *lineMetrics) Seen(t placement.Turn) {
 	}
 	switch {
 	case t.Line == "":
-	case t.Length > 0:
+	case t.Length > 0 && !t.SoldOut:
 		m.length.WithLabelValues(t.Line).Set(float64(t.Length))
+		m.shown.Store(t.Line, true)
 	default:
-		m.length.DeleteLabelValues(t.Line)
+		if _, ok := m.shown.LoadAndDelete(t.Line); ok {
+			m.length.DeleteLabelValues(t.Line)
+		}
 	}
 }
 
@@ -94,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 10, 20, 30, 60},
 			})),
 			length: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-				Name: "ordersaga_line_length", Help: "Tickets in a SKU's line, as this process last saw it (no series while the line is empty).",
+				Name: "ordersaga_line_length", Help: "Tickets in a SKU's line, as this process last saw it (no series while the line is empty or the SKU sold out).",
 			}, []string{"sku"})),
 		},
 	}

@@ -68,3 +68,32 @@ func TestPlace_FirstComeFirstPlaced(t *testing.T) {
 		t.Errorf("%d orders, want %d", n, units)
 	}
 }
+
+// TestPlace_AUnitBackAfterSoldOutGoesToTheOldestTicket: a buyer waits in line while the SKU's last unit is
+// being placed; that placement reserves it (the counter is 0, and a newcomer is told sold out by the fast
+// path), then the unit comes back (the order cancelled) before the buyer's next try. A newcomer then waits
+// behind the buyer's ticket, and the buyer gets the unit: a sold-out moment does not cost a live ticket its
+// place.
+func TestPlace_AUnitBackAfterSoldOutGoesToTheOldestTicket(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *placement.Config) { c.LineHold = 100 * time.Millisecond })
+	waitReady(t, e)
+	ctx := context.Background()
+	const sku = "BACK-1"
+	e.Stock(t, sku, 1, 100)
+	line := ordersaga.Line{SKU: sku, Qty: 1}
+	holder := e.admitOther(t, line)
+	want(t, e.place("k-back-early", "u-back-early", line), placement.InLine)
+	if _, err := e.Redis.Reserve(ctx, "o-back-other", "u-back-other", sku, 1); err != nil {
+		t.Fatal(err)
+	}
+	holder.Done(ctx)
+	want(t, e.place("k-back-sold", "u-back-sold", line), placement.SoldOut)
+	if _, err := e.Redis.Release(ctx, "o-back-other", "u-back-other", sku); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.place("k-back-late", "u-back-late", line); out.Kind != placement.InLine || out.Position != 1 {
+		t.Errorf("a newcomer once the unit came back: %s at %d, want in line behind the earlier buyer", out.Kind, out.Position)
+	}
+	want(t, e.place("k-back-early", "u-back-early", line), placement.Reserved)
+}

@@ -75,7 +75,8 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	}
 	if fast.Refuse() {
 		if sku := fast.SoldOutSKU; sku != "" {
-			p.stock.DropSoldOutLine(sku, func(int64) { p.s.cfg.Line.Seen(Turn{Line: sku}) })
+			// A sold-out SKU has no line a buyer can wait in: its holders are answered here, at once.
+			p.s.cfg.Line.Seen(Turn{Line: sku, SKU: sku, SoldOut: true})
 		}
 		return fastRefusal(fast), nil
 	}

@@ -63,7 +63,6 @@ type Stock interface {
 	BeginClaimsBackfill(ctx context.Context) (string, error)
 	FinishClaimsBackfill(ctx context.Context, token string) (bool, error)
 	Admit(ctx context.Context, t admission.Ticket, lines []ordersaga.Line, shards map[string]int, ttl time.Duration) (*admission.Admission, admission.Turn, error)
-	DropSoldOutLine(sku string, dropped func(n int64))
 }
 
 var (
