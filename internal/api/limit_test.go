@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ordersaga/ordersaga"
-	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
@@ -32,7 +31,7 @@ func TestPerUserLimit_ThroughTheAPI(t *testing.T) {
 	// than a minute): an expired order frees its units, and a later request would rightly get them.
 	// All 200 are admitted at once (PLACE_PER_SKU): this test is about the limit, not about the line, in which
 	// a request past the units being placed waits its turn (TestPlace_InLinePastTheUnitsBeingPlaced).
-	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout, d.Line = time.Hour, admission.LineRules{PerSKU: 1000} })
+	e := newAPI(t, func(d *api.Deps) { d.PaymentTimeout, d.PlacePerSKU = time.Hour, 1000 })
 	const sku = "LIM-API"
 	r := e.putInventory(sku, `{"stock":1000,"price_cents":500,"per_user_limit":2}`)
 	var inv api.InventoryBody

@@ -18,6 +18,12 @@ import (
 	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
+// The line's defaults (PLACE_PER_SKU, LINE_GRACE): admission's.
+const (
+	DefaultPlacePerSKU = admission.DefaultPerSKU
+	DefaultLineGrace   = admission.DefaultGrace
+)
+
 // Default waits of the handlers that call Temporal.
 const (
 	DefaultPlaceTimeout  = placement.DefaultPlaceTimeout
@@ -48,8 +54,10 @@ type Deps struct {
 	RedisDownFallback bool
 	// MaxPlacing bounds the Update-with-Start calls in flight (PLACE_CONCURRENCY; 0 = placement.DefaultMaxPlacing).
 	MaxPlacing int
-	// Line is the line's rules (PLACE_PER_SKU, LINE_GRACE; zero: the defaults), set on the gate.
-	Line admission.LineRules
+	// PlacePerSKU and LineGrace are the line's rules (PLACE_PER_SKU, LINE_GRACE; 0: DefaultPlacePerSKU and
+	// DefaultLineGrace), set on the gate.
+	PlacePerSKU int64
+	LineGrace   time.Duration
 	// WebhookSecrets verify Payment-Signature (PAYMENT_WEBHOOK_SECRET); AdminToken guards the inventory
 	// admin endpoints (ADMIN_TOKEN). Empty means every such request is refused.
 	WebhookSecrets []string
@@ -111,7 +119,7 @@ func NewServer(d Deps) *Server {
 	if d.Gate == nil {
 		d.Gate = admission.New(d.Redis)
 	}
-	d.Gate.SetLineRules(d.Line)
+	d.Gate.SetLineRules(admission.LineRules{PerSKU: d.PlacePerSKU, Grace: d.LineGrace})
 	s := &server{Deps: d, metrics: NewMetrics(d.Registry)}
 	s.placement = placement.New(placement.Config{
 		Logger: d.Logger, Temporal: d.Temporal, Store: d.Store, Stock: d.Gate,

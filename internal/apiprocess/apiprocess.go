@@ -16,7 +16,6 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
-	"github.com/ordersaga/ordersaga/internal/admission"
 	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
 )
@@ -63,7 +62,7 @@ func Open(cfg config.Config, deps api.Deps, ln net.Listener) (*Server, error) {
 	deps.Retention = cfg.IdempotencyRetention
 	deps.RedisDownFallback = cfg.ReserveDBFallback
 	deps.MaxPlacing = cfg.PlaceConcurrency
-	deps.Line = admission.LineRules{PerSKU: int64(cfg.PlacePerSKU), Grace: cfg.LineGrace}
+	deps.PlacePerSKU, deps.LineGrace = int64(cfg.PlacePerSKU), cfg.LineGrace
 	deps.WebhookSecrets = cfg.PaymentWebhookSecrets
 	deps.AdminToken = cfg.AdminToken
 	deps.Identity = identity

@@ -3,7 +3,7 @@ package apiprocess_test
 import (
 	"testing"
 
-	"github.com/ordersaga/ordersaga/internal/admission"
+	"github.com/ordersaga/ordersaga/internal/api"
 	"github.com/ordersaga/ordersaga/internal/config"
 	"github.com/ordersaga/ordersaga/internal/placement"
 )
@@ -20,8 +20,8 @@ func TestConfigDefaultsAreThePlacementService(t *testing.T) {
 	if c.PlaceConcurrency != placement.DefaultMaxPlacing {
 		t.Errorf("PLACE_CONCURRENCY defaults to %d, the placement service to %d", c.PlaceConcurrency, placement.DefaultMaxPlacing)
 	}
-	if c.PlacePerSKU != admission.DefaultPerSKU || c.LineGrace != admission.DefaultGrace {
-		t.Errorf("PLACE_PER_SKU and LINE_GRACE default to %d and %s, the line to %d and %s", c.PlacePerSKU, c.LineGrace, admission.DefaultPerSKU, admission.DefaultGrace)
+	if c.PlacePerSKU != api.DefaultPlacePerSKU || c.LineGrace != api.DefaultLineGrace {
+		t.Errorf("PLACE_PER_SKU and LINE_GRACE default to %d and %s, the line to %d and %s", c.PlacePerSKU, c.LineGrace, api.DefaultPlacePerSKU, api.DefaultLineGrace)
 	}
 	if c.IdempotencyRetention != placement.DefaultRetention {
 		t.Errorf("IDEMPOTENCY_RETENTION defaults to %s, the placement service to %s", c.IdempotencyRetention, placement.DefaultRetention)
