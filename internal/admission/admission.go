@@ -257,6 +257,7 @@ func (r *Gate) leave(ctx context.Context, t Ticket, lines []ordersaga.Line) {
 		for _, line := range lines {
 			p.ZRem(ctx, r.rs.LineKey(line.SKU), t.ID)
 			p.HDel(ctx, r.rs.LineHoldersKey(line.SKU), t.ID)
+			p.HIncrBy(ctx, r.rs.LineMetaKey(line.SKU), "left", 1) // at most one too many: positions only drop sooner
 		}
 		return nil
 	}) // a ticket left behind is dropped as abandoned when the front reaches it

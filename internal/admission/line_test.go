@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -215,4 +216,43 @@ func TestLine_SplitSKUCountsEveryShard(t *testing.T) {
 	if _, turn, err := e.g.Admit(ctx, admission.Ticket{ID: "s"}, []ordersaga.Line{{SKU: e.sku, Qty: 2}}, map[string]int{e.sku: 3}, time.Minute); err != nil || !turn.SoldOut {
 		t.Errorf("two units asked of one left on the shards: %+v %v, want sold out", turn, err)
 	}
+}
+
+// TestLine_FarTicketsKnowTheirPlaceWithoutARank: a ticket far back is answered from its last position less the
+// tickets that left since (no rank: on the embedded Redis a rank sorts the whole line), and tickets abandoned
+// at the front are dropped by the far tickets' calls too, so a line whose front left does not stall.
+func TestLine_FarTicketsKnowTheirPlaceWithoutARank(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newLine(t, 1, admission.LineRules{Grace: 200 * time.Millisecond})
+	holder := e.wantAdmitted("", time.Now())
+	t0 := time.Now()
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) }
+	id := func(i int) string { return fmt.Sprintf("t%02d", i) }
+	for i := range 40 {
+		e.wantInLine(id(i), at(i), int64(i))
+	}
+	holder.Done(ctx)
+	a := e.wantAdmitted(id(0), at(0))
+	e.wantInLine(id(30), at(30), 29) // far back: 30 ahead, one left
+	// t01..t29 never come back: their tickets are abandoned once due (1-2 s) plus the grace; t30..t39 keep
+	// coming back, and t30 gets the unit that t00's placement hands back.
+	a.Done(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for i := 31; i < 40; i++ {
+			e.ask(id(i), at(i), 1)
+		}
+		adm, turn := e.ask(id(30), at(30), 1)
+		if adm != nil {
+			defer adm.Done(ctx)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("t30 not admitted 10 s after the front left: %+v", turn)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	e.wantInLine(id(31), at(31), 0)
+	e.wantInLine(id(39), at(39), 8)
 }

@@ -77,11 +77,15 @@ func (r *Store) LineHoldersKey(sku string) string { return r.LineKey(sku) + ":wh
 // LineAdmittedKey counts the tickets the SKU's line has admitted (the API's estimate of its pace).
 func (r *Store) LineAdmittedKey(sku string) string { return r.LineKey(sku) + ":admitted" }
 
+// LineMetaKey is the hash of the SKU's line's bookkeeping: left (the tickets that ever left it), last (the
+// latest first arrival it took), scanned (when a call last looked at its front).
+func (r *Store) LineMetaKey(sku string) string { return r.LineKey(sku) + ":meta" }
+
 // LineScriptKeys are the keys admission's line.lua touches for a SKU and one API process (owner), in the
-// script's order: avail, admitting, admitting:by, the owner's lease, line, line:who, line:admitted.
+// script's order: avail, admitting, admitting:by, the owner's lease, line, line:who, line:admitted, line:meta.
 func (r *Store) LineScriptKeys(sku, owner string) []string {
 	return []string{r.AvailKey(sku), r.AdmittingKey(sku), r.AdmittersKey(sku), r.AdmissionLeaseKey(sku, owner),
-		r.LineKey(sku), r.LineHoldersKey(sku), r.LineAdmittedKey(sku)}
+		r.LineKey(sku), r.LineHoldersKey(sku), r.LineAdmittedKey(sku), r.LineMetaKey(sku)}
 }
 
 // AdmissionKeys are the keys of unadmit.lua for a SKU: admitting, admitting:by.
