@@ -1,0 +1,3 @@
+module github.com/ordersaga/ordersaga/scripts/walk
+
+go 1.26
