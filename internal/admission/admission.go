@@ -52,11 +52,11 @@ func (r *Gate) Stock() *redisstock.Store { return r.rs }
 // has an owner ID and counts its units in its own field of a hash; its field stays only while its lease key,
 // which its heartbeat renews every admissionRenew while it counts units, lives:
 //
-//	inv:{SKU}:admitting        the total of the fields: the one GET the fast path and Admit compare with avail
+//	inv:{SKU}:admitting        the total of the fields: what the line (Admit) compares with avail
 //	inv:{SKU}:admitting:by     hash owner -> units that owner's placements count
 //	inv:{SKU}:admitting:lease:<owner>   set with a TTL of admissionLease by Admit and the owner's heartbeat
 //
-// A process that refuses a buyer on a SKU (Admit, or the fast path's gate) reaps it, at most every
+// A process that puts a buyer of a SKU in line (Admit) reaps it, at most every
 // admissionReapEvery: the fields of owners whose lease is gone go, and the total is recounted from the
 // fields. Only an owner renews its lease, so refused buyers retrying keep nothing of a dead process alive. All
 // keys of a SKU share its hash tag.

@@ -41,18 +41,9 @@ type FastCheck struct {
 	// Limit is, when no line is sold out, the first line that would take its user's units of the SKU past the
 	// SKU's per-user limit, as Redis counts them (nil when none).
 	Limit *ordersaga.LimitExceededError
-	// GatedSKU is, when no line is sold out, the first line's SKU whose units left are all counted as being
-	// placed by other requests (inv:{SKU}:admitting): Admit would refuse it now.
-	GatedSKU string
 	// Shards is, per line's SKU whose stock Redis has split (redisstock.ShardsKey), its shard count: the
 	// units left are the sum of the shards' counters, and the order placed walks that many shards.
 	Shards map[string]int
-}
-
-// Gate reports whether the admission gate may refuse without asking Admit: a key without state, and every
-// unit left of a line's SKU counted as being placed.
-func (c FastCheck) Gate() bool {
-	return c.Ready && !c.Claimed && c.SoldOutSKU == "" && c.Limit == nil && c.GatedSKU != ""
 }
 
 // Refuse reports whether the fast path may answer sold out (SoldOutSKU) or limit exceeded (Limit): Redis
@@ -62,9 +53,10 @@ func (c FastCheck) Refuse() bool {
 }
 
 // CheckOrder reads the readiness of the markers, the marker of one key, the available units of every line's
-// SKU, and the SKU's per-user limit with the units userID holds of it. Concurrent calls share pipelined round trips (a flash sale's rejections are thousands per
-// second on one SKU): a call joins the next round trip that leaves, at most maxCheckTrips in flight, so a
-// lone call costs one round trip and a crowd a fraction of one each.
+// SKU, and the SKU's per-user limit with the units userID holds of it. Concurrent calls share pipelined round
+// trips (a flash sale's rejections are thousands per second on one SKU): a call joins the next round trip
+// that leaves, at most maxCheckTrips in flight, so a lone call costs one round trip and a crowd a fraction of
+// one each.
 func (r *Gate) CheckOrder(ctx context.Context, marker, userID string, lines []ordersaga.Line) (FastCheck, error) {
 	req := &checkReq{marker: marker, user: userID, lines: lines, done: make(chan struct{})}
 	r.checks.add(req)
@@ -187,7 +179,7 @@ func (b *checkBatcher) waitForWork(linger time.Duration, timer *time.Timer) bool
 }
 
 // checkBatch answers a batch in one pipelined round trip: EXISTS of ready once, EXISTS of each marker, GET of
-// each SKU's counter, of its count of units being placed and of its per-user limit once, and per line the
+// each SKU's counter and of its per-user limit once, and per line the
 // user's units of the SKU where the answer may need them (skuMemory.needsHeld). A request whose answer needs
 // units the trip did not read (its SKU came back in stock or got a limit since the trip before) is checked
 // again, alone with the others of its kind, in a second trip that reads them all: every answer comes from one
@@ -204,11 +196,10 @@ func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
 	var (
-		ready     *redis.IntCmd
-		claimed   = make([]*redis.IntCmd, len(batch))
-		avail     = map[string]*shardReads{}
-		admitting = map[string]*redis.StringCmd{}
-		limits    = map[string]*redis.StringCmd{}
+		ready   *redis.IntCmd
+		claimed = make([]*redis.IntCmd, len(batch))
+		avail   = map[string]*shardReads{}
+		limits  = map[string]*redis.StringCmd{}
 	)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		seen := &r.checks.seen
@@ -221,7 +212,6 @@ func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 			for j, l := range req.lines {
 				if avail[l.SKU] == nil {
 					avail[l.SKU] = seen.readShards(ctx, p, r.rs, l.SKU)
-					admitting[l.SKU] = p.Get(ctx, r.rs.AdmittingKey(l.SKU))
 					limits[l.SKU] = p.Get(ctx, r.rs.LimitKey(l.SKU))
 				}
 				if all || seen.needsHeld(l) {
@@ -246,17 +236,11 @@ func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 		return nil
 	}
 	r.checks.seen.remember(avail, limits)
-	gated := map[string]bool{}
 	for i, req := range batch {
-		req.res, req.err = checkAnswer(req, ready.Val() > 0, claimed[i], avail, admitting, limits)
+		req.res, req.err = checkAnswer(req, ready.Val() > 0, claimed[i], avail, limits)
 		if errors.Is(req.err, errHeldNotRead) {
 			req.res, req.err = FastCheck{}, nil
 			again = append(again, req)
-			continue
-		}
-		if sku := req.res.GatedSKU; sku != "" && !gated[sku] {
-			gated[sku] = true
-			r.reapSoon(sku)
 		}
 	}
 	return again
@@ -266,7 +250,7 @@ func (r *Gate) checkTrip(batch []*checkReq, all bool) (again []*checkReq) {
 var errHeldNotRead = errors.New("check order: the user's units were not read")
 
 // checkAnswer reads one request's answer from the batch's commands.
-func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail map[string]*shardReads, admitting, limits map[string]*redis.StringCmd) (FastCheck, error) {
+func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail map[string]*shardReads, limits map[string]*redis.StringCmd) (FastCheck, error) {
 	if err := claimed.Err(); err != nil {
 		return FastCheck{}, fmt.Errorf("check order: marker: %w", err)
 	}
@@ -288,13 +272,6 @@ func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail map[str
 		if err != nil {
 			return FastCheck{}, fmt.Errorf("check order: available %s: %w", l.SKU, err)
 		}
-		placing, err := admitting[l.SKU].Int64()
-		if errors.Is(err, redis.Nil) {
-			placing, err = 0, nil
-		}
-		if err != nil {
-			return FastCheck{}, fmt.Errorf("check order: admitting %s: %w", l.SKU, err)
-		}
 		if n < l.Qty {
 			res.SoldOutSKU = l.SKU
 			res.Limit = nil
@@ -306,9 +283,6 @@ func checkAnswer(req *checkReq, ready bool, claimed *redis.IntCmd, avail map[str
 				return FastCheck{}, err
 			}
 			res.Limit = le
-		}
-		if res.GatedSKU == "" && placing+l.Qty > n {
-			res.GatedSKU = l.SKU
 		}
 	}
 	return res, nil

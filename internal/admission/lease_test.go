@@ -91,7 +91,7 @@ func renewedOnce(t *testing.T, procs []*admission.Gate) bool {
 // TestAdmitLeases: the units an API process counted stay counted exactly as long as it lives. While it is
 // alive nothing expires them, however long its placements take and however many refused buyers retry; once
 // it dies (its Done never runs, its heartbeat stops) the buyers who keep retrying get its units within about
-// one lease, whether they are refused by Admit or by the fast path's round trip.
+// one lease.
 func TestAdmitLeases(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -106,13 +106,6 @@ func TestAdmitLeases(t *testing.T) {
 			}
 			adm.Done(context.Background())
 			return refusedSKU == sku
-		}},
-		{"gated_by_the_fast_path", func(t *testing.T, proc *admission.Gate, sku string) bool {
-			c, err := proc.CheckOrder(context.Background(), "m-buyer", "u", []ordersaga.Line{{SKU: sku, Qty: 1}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c.Gate()
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
