@@ -79,9 +79,13 @@ func TestLine_FirstComeFirstAdmitted(t *testing.T) {
 	if turn.RetryAfter != time.Second || turn.Length != 2 {
 		t.Errorf("the later ticket's turn %+v: want Retry-After 1s and a line of 2", turn)
 	}
-	a, turn := e.ask("early", t0, 1)
-	if a == nil || turn.Waited < 0 {
+	before := time.Since(t0)
+	a, turn := e.ask("early", t0.Add(time.Second), 1) // a retry on a process whose clock is a second ahead
+	if a == nil {
 		t.Fatalf("the earlier ticket once the unit freed: not admitted (%+v)", turn)
+	}
+	if turn.Waited < before-time.Millisecond || turn.Waited > time.Since(t0)+time.Millisecond {
+		t.Errorf("the earlier ticket waited %v, want %v..%v: from its first arrival, not the retry's", turn.Waited, before, time.Since(t0))
 	}
 	e.wantInLine("late", t0.Add(10*time.Millisecond), 0)
 	if ids, err := e.g.Line(context.Background(), e.sku); err != nil || len(ids) != 1 || ids[0] != "late" {
@@ -255,4 +259,25 @@ func TestLine_FarTicketsKnowTheirPlaceWithoutARank(t *testing.T) {
 	}
 	e.wantInLine(id(31), at(31), 0)
 	e.wantInLine(id(39), at(39), 8)
+}
+
+// TestLine_HolderComesBackBeforeItsTurn: a holder is told to come back at half its estimated wait (at least a
+// second, at most MaxRetryAfter), so that it is back before its turn and the line never waits for holders away:
+// a line whose holders came back when their turn was estimated admitted at the pace it had told them, never
+// faster (the README's open-loop sale placed 10 orders a second with 16 to 40 of its 48 placements free).
+func TestLine_HolderComesBackBeforeItsTurn(t *testing.T) {
+	t.Parallel()
+	e := newLine(t, 1, admission.LineRules{})
+	e.wantAdmitted("", time.Now())
+	t0 := time.Now()
+	for i := range 120 {
+		turn := e.wantInLine(fmt.Sprintf("t%03d", i), t0.Add(time.Duration(i)*time.Millisecond), int64(i))
+		if turn.Wait <= 0 || turn.RetryAfter < time.Second || turn.RetryAfter > admission.MaxRetryAfter {
+			t.Fatalf("position %d: %+v: want an estimated wait and a Retry-After of 1s..%v", i, turn, admission.MaxRetryAfter)
+		}
+		half := max((turn.Wait/2 + time.Second - 1).Truncate(time.Second), time.Second)
+		if turn.RetryAfter > half {
+			t.Fatalf("position %d: Retry-After %v with an estimated wait of %v: want at most %v, back before its turn", i, turn.RetryAfter, turn.Wait, half)
+		}
+	}
 }

@@ -5,15 +5,15 @@ import (
 	"time"
 )
 
-// The line (the admission gate's Admit; the rule is its lua/line.lua) decides which request is placed next: a request
-// that cannot be placed now holds a ticket in its SKUs' lines from its first arrival, shared by every API
-// process, and is counted by the admission gate in its turn, oldest first. A request near the front (due
-// back within a second) waits in the server for its turn, for at most Config.LineHold, asking the line again
-// when this process frees units of the SKU and every linePoll for the frees of other processes; any other is
-// answered InLine (503 with its position, the estimated wait and a Retry-After) and keeps its ticket while
-// it comes back in time. It holds nothing while it waits. The line answers sold out as soon as the SKU has
-// fewer units left than the request asks for, and never while units it waits for are only being placed
-// (the flash-sale tool's undersold check).
+// The line (the admission gate's Admit; the rule is its lua/line.lua) decides which request is placed next:
+// a request that cannot be placed now holds a ticket in its SKUs' lines from its first arrival, shared by
+// every API process, and is counted by the admission gate in its turn, oldest first. A request near the
+// front (fewer than holdAhead live tickets ahead, due back within a second) waits in the server for its
+// turn, for at most Config.LineHold, asking the line again every linePoll, and when this process frees units
+// of the SKU if it is within wakeAhead of the front; any other is answered InLine (503 with its position,
+// the estimated wait and a Retry-After) and keeps its ticket while it comes back in time. It holds nothing
+// while it waits. The line answers sold out as soon as the SKU has fewer units left than the request asks
+// for, and never while units it waits for are only being placed (the flash-sale tool's undersold check).
 
 // DefaultLineHold is how long a request near the front of its line waits in the server for its turn by
 // default, before it is answered InLine.
@@ -22,6 +22,14 @@ const DefaultLineHold = 2 * time.Second
 // linePoll is how often a request held in the server asks its line again when this process frees nothing:
 // often enough that it stays live in the line (a ticket is due back within a second).
 const linePoll = 200 * time.Millisecond
+
+// holdAhead is how near the front a request must be to wait in the server (fewer live tickets ahead of it),
+// and wakeAhead how near to be woken by this process's frees: every wait asks the line (a script that ranks
+// the line), and a free that woke every waiter of a SKU made a herd of calls for the one unit it freed.
+const (
+	holdAhead = 16
+	wakeAhead = 2
+)
 
 // waitTurn waits for the request's turn in its SKUs' lines: *adm is set when admitted (ok, and also when Redis
 // is unreachable and the database-only path is on: the placement goes on without the gate); else out is the
@@ -45,12 +53,16 @@ func (p *placement) waitTurn(ctx context.Context, marker string, adm **admitted)
 		case turn.SoldOut:
 			return soldOut(turn.SKU, true), false
 		}
-		if turn.RetryAfter > time.Second || time.Now().After(hold) {
+		if turn.RetryAfter > time.Second || turn.Position >= holdAhead || time.Now().After(hold) {
 			return inLine(turn), false
+		}
+		freed := turn.Freed
+		if turn.Position >= wakeAhead {
+			freed = nil // the timer only
 		}
 		t := time.NewTimer(linePoll)
 		select {
-		case <-turn.Freed:
+		case <-freed:
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()

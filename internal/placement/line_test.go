@@ -97,3 +97,44 @@ func TestPlace_AUnitBackAfterSoldOutGoesToTheOldestTicket(t *testing.T) {
 	}
 	want(t, e.place("k-back-early", "u-back-early", line), placement.Reserved)
 }
+
+// TestPlace_OnlyTheFrontWaitsInTheServer: while the SKU's units are all being placed, twenty buyers take
+// tickets; the sixteen nearest the front wait in the server for their turn (Config.LineHold, the units never
+// free here), and the others are answered in line at once although they too are due back within a second:
+// every request held asks the line again every 200 ms, and holding the whole line made a herd of calls.
+func TestPlace_OnlyTheFrontWaitsInTheServer(t *testing.T) {
+	t.Parallel()
+	const hold = 4 * time.Second
+	e := newEnv(t, func(c *placement.Config) { c.LineHold = hold })
+	waitReady(t, e)
+	const sku, buyers = "HOLD-1", 20
+	e.Stock(t, sku, 5, 100)
+	line := ordersaga.Line{SKU: sku, Qty: 1}
+	holder := e.admitOther(t, ordersaga.Line{SKU: sku, Qty: 5})
+	defer holder.Done(context.Background())
+
+	type answer struct {
+		out  placement.Outcome
+		took time.Duration
+	}
+	answers := make([]answer, buyers)
+	var wg sync.WaitGroup
+	for i := range buyers {
+		time.Sleep(20 * time.Millisecond) // tickets in this order
+		wg.Go(func() {
+			start := time.Now()
+			out := e.place(fmt.Sprintf("k-hold-%02d", i), fmt.Sprintf("u-hold-%02d", i), line)
+			answers[i] = answer{out, time.Since(start)}
+		})
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if a.out.Kind != placement.InLine || a.out.Position != int64(i) || a.out.RetryAfter != time.Second {
+			t.Errorf("buyer %d: %s at %d, Retry-After %v; want in line at %d, due back within a second", i, a.out.Kind, a.out.Position, a.out.RetryAfter, i)
+			continue
+		}
+		if held := a.took >= hold; held != (i < 16) {
+			t.Errorf("buyer %d (position %d) answered after %v: held in the server %v, want %v", i, a.out.Position, a.took.Round(time.Millisecond), held, i < 16)
+		}
+	}
+}

@@ -74,9 +74,12 @@ local function drop(n)
   return ahead, gone
 end
 
--- wait answers a ticket that is not in its turn: its due time and what the line knows of it are kept.
+-- wait answers a ticket that is not in its turn: its due time and what the line knows of it are kept. The
+-- holder is told to come back at half its estimated wait (at least a second, at most the longest): back
+-- before its turn, so that the line is never waiting for holders away, and its pace (measured from its
+-- admissions) can rise to what the placements allow instead of staying at the pace it told its holders.
 local function wait(position, gone, rankedAt)
-  local retry = math.min(math.max(math.ceil((position + 1) / tonumber(ARGV[5])), 1), tonumber(ARGV[6]))
+  local retry = math.min(math.max(math.ceil((position + 1) / (2 * tonumber(ARGV[5]))), 1), tonumber(ARGV[6]))
   if ticket ~= '' then
     redis.call('HSET', KEYS[6], ticket, string.format('%d:%d:%d:%d:%d', now + retry * 1000, q, position, left, rankedAt))
     redis.call('PEXPIRE', KEYS[5], life)
