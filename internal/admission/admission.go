@@ -199,7 +199,7 @@ func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shar
 		}
 		code, position, length, admitted, gone, first, retry := res[0], res[1], res[2], res[3], res[4], res[5], res[6]
 		turn.Abandoned += gone
-		turn.Line, turn.Length = line.SKU, length
+		turn.SKU, turn.Length = line.SKU, length
 		if code == 1 || code == 0 {
 			r.pace.note(line.SKU, admitted, now)
 		}
@@ -216,18 +216,19 @@ func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shar
 		case 3:
 			a.Done(undo)
 			r.leave(undo, t, lines)
-			return nil, Turn{SKU: line.SKU, SoldOut: true, Line: line.SKU, Length: length, Abandoned: turn.Abandoned}, nil
+			return nil, Turn{SKU: line.SKU, SoldOut: true, Length: length, Abandoned: turn.Abandoned}, nil
 		default:
 			r.giveBack(undo, a, t, lines[:i], time.UnixMilli(first))
 			r.reapSoon(line.SKU)
 			pace := r.pace.of(line.SKU)
 			return nil, Turn{
-				SKU: line.SKU, Position: position, Line: line.SKU, Length: length, RetryAfter: time.Duration(retry) * time.Second,
+				SKU: line.SKU, Position: position, Length: length, RetryAfter: time.Duration(retry) * time.Second,
 				Wait:      time.Duration(float64(position+1) / pace * float64(time.Second)),
 				Abandoned: turn.Abandoned, Freed: freed,
 			}, nil
 		}
 	}
+	turn.Admitted = true
 	return a, turn, nil
 }
 

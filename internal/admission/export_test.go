@@ -38,5 +38,8 @@ func (r *Gate) CheckSenders() (running, idle int) {
 // AdmitNow is Admit without a ticket (admitted only behind every live ticket), the SKU refused as a string.
 func (r *Gate) AdmitNow(ctx context.Context, lines []ordersaga.Line, ttl time.Duration) (*Admission, string, error) {
 	a, turn, err := r.Admit(ctx, Ticket{}, lines, nil, ttl)
+	if turn.Admitted {
+		return a, "", err
+	}
 	return a, turn.SKU, err
 }

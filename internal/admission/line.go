@@ -68,15 +68,16 @@ type Ticket struct {
 
 // Turn is what the lines said of a request that Admit did not admit, or, when it did, how long it waited.
 type Turn struct {
-	// SKU is the line that did not admit the request; SoldOut is true when that SKU has fewer units left
-	// than the request asks for (its ticket left every line), else the request holds its ticket there.
-	SKU     string
-	SoldOut bool
+	// Admitted is true when Admit admitted the request. SKU is the line the turn speaks of: the one that did
+	// not admit the request, else the last one asked; Length is its tickets after the call. SoldOut is true
+	// when SKU has fewer units left than the request asks for (its ticket left every line); a request refused
+	// and not sold out holds its ticket in SKU's line.
+	Admitted bool
+	SKU      string
+	Length   int64
+	SoldOut  bool
 	// Position is the live tickets ahead of the request's in SKU's line (those not yet found abandoned).
 	Position int64
-	// Line is the last line asked (SKU when refused), Length its tickets after the call.
-	Line   string
-	Length int64
 	// RetryAfter is when the holder is due back (the line drops its ticket Grace after); Wait is the
 	// estimated wait for its turn, from the line's pace.
 	RetryAfter, Wait time.Duration

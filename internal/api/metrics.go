@@ -46,18 +46,18 @@ type lineMetrics struct {
 
 func (m *lineMetrics) Seen(t placement.Turn) {
 	m.abandoned.Add(float64(t.Abandoned))
-	if t.SKU == "" {
+	if t.Admitted {
 		m.admissions.Inc()
 		m.waited.Observe(t.Waited.Seconds())
 	}
 	switch {
-	case t.Line == "":
+	case t.SKU == "":
 	case t.Length > 0 && !t.SoldOut:
-		m.length.WithLabelValues(t.Line).Set(float64(t.Length))
-		m.shown.Store(t.Line, true)
+		m.length.WithLabelValues(t.SKU).Set(float64(t.Length))
+		m.shown.Store(t.SKU, true)
 	default:
-		if _, ok := m.shown.LoadAndDelete(t.Line); ok {
-			m.length.DeleteLabelValues(t.Line)
+		if _, ok := m.shown.LoadAndDelete(t.SKU); ok {
+			m.length.DeleteLabelValues(t.SKU)
 		}
 	}
 }

@@ -72,16 +72,6 @@ func (p *placement) waitTurn(ctx context.Context, marker string, adm **admitted)
 	}
 }
 
-// admitNew admits the lines of a key without state (*adm is set) before anything is done for it; when ok is
-// false, out is the answer. A key that gets state while it waits (a concurrent request with it claimed it)
-// goes on without an admission, to be admitted after its claim like any key with state.
-func (p *placement) admitNew(ctx context.Context, marker string, fast fastCheck, adm **admitted) (out Outcome, ok bool) {
-	if p.redisDown || !fast.Ready || fast.Claimed {
-		return Outcome{}, true
-	}
-	return p.waitTurn(ctx, marker, adm)
-}
-
 // admitClaimed admits the lines of a key with state whose order is not started (*adm is set), or finds the
 // key's order started meanwhile (cur is its row, to attach to). When ok is false, out is the answer.
 func (p *placement) admitClaimed(ctx context.Context, marker string, adm **admitted) (cur keyRecord, attach bool, out Outcome, ok bool) {

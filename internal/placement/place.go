@@ -76,7 +76,7 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	if fast.Refuse() {
 		if sku := fast.SoldOutSKU; sku != "" {
 			// A sold-out SKU has no line a buyer can wait in: its holders are answered here, at once.
-			p.s.cfg.Line.Seen(Turn{Line: sku, SKU: sku, SoldOut: true})
+			p.s.cfg.Line.Seen(Turn{SKU: sku, SoldOut: true})
 		}
 		return fastRefusal(fast), nil
 	}
@@ -88,8 +88,8 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	// until place hands them back (or this request ends before).
 	var adm *admitted
 	defer func() { adm.Done(context.WithoutCancel(ctx)) }()
-	if fast.Ready && !fast.Claimed {
-		if out, ok := p.admitNew(ctx, marker, fast, &adm); !ok {
+	if fast.Ready && !fast.Claimed && !p.redisDown {
+		if out, ok := p.waitTurn(ctx, marker, &adm); !ok {
 			return out, nil
 		}
 	}
