@@ -143,9 +143,11 @@ func (r *Runner) buyer(ctx context.Context, seq int64) {
 		return
 	}
 	later := false
-	if a, ok := r.placeAsClient(ctx, p); !ok && unknownOutcome(a) && ctx.Err() == nil {
+	if a, ok := r.placeAsClient(ctx, p); !ok && unknownOutcome(a) && !inLine(a) && ctx.Err() == nil {
 		// The order may exist without the run knowing: ask again after the firing, as a client comes back
 		// (a buyer that left after a 503 too: the answer said nothing was done, but the stack may be wrong).
+		// Not a buyer that left the line: its answer was a place in it, and asking again would take that
+		// place back (the README's open-loop sale placed hundreds of orders for buyers who had left).
 		r.mu.Lock()
 		r.unresolved = append(r.unresolved, p)
 		r.mu.Unlock()

@@ -80,6 +80,12 @@ type Problem struct {
 // soldOut reports whether the problem is the sold-out kind (the last path element of its type names the kind).
 func soldOut(p Problem) bool { return strings.HasSuffix(p.Type, "/sold-out") }
 
+// inLine reports whether an answer is a place in the SKU's line (503 …/in-line): nothing was done for the key
+// but its ticket.
+func inLine(a Answer) bool {
+	return a.Status == http.StatusServiceUnavailable && strings.HasSuffix(a.Problem.Type, "/in-line")
+}
+
 // limitExceeded reports whether the problem is the per-user limit's refusal (409 …/limit-exceeded).
 func limitExceeded(p Problem) bool { return strings.HasSuffix(p.Type, "/limit-exceeded") }
 

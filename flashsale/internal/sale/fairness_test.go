@@ -355,3 +355,30 @@ func TestFairnessInTheReport(t *testing.T) {
 		}
 	}
 }
+
+// TestBuyerLeavesTheLine: answered 503 in-line for ever, a buyer of 1.5 s patience leaves without an answer;
+// it is not asked about again after the firing (the answer was a place in the line, nothing done for the
+// key, and asking again would take that place back and could place an order for a buyer who left).
+func TestBuyerLeavesTheLine(t *testing.T) {
+	t.Parallel()
+	s := &lineServer{answers: []func(http.ResponseWriter){func(w http.ResponseWriter) {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Queue-Position", "40")
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"type":"https://ordersaga.example/problems/in-line","title":"Waiting in line","status":503,"sku":"A","position":40}`)
+	}}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	r := lineRunner(t, srv.URL, 1500*time.Millisecond)
+	r.buyer(context.Background(), 0)
+	if len(s.keys) != 2 || r.stats.Total(OutWait) != 2 || r.stats.Total(OutError) != 0 {
+		t.Errorf("%d requests, waits %d, errors %d; want 2, 2, 0", len(s.keys), r.stats.Total(OutWait), r.stats.Total(OutError))
+	}
+	if g := r.buyers.snapshot().Groups; len(g) != 1 || g[0].Outcome != BuyerGaveUp {
+		t.Errorf("buyer log %+v, want one buyer that gave up", g)
+	}
+	if len(r.unresolved) != 0 {
+		t.Errorf("unresolved %d: a buyer that left the line is not asked about again", len(r.unresolved))
+	}
+}
