@@ -104,7 +104,7 @@ func TestPlace_AUnitBackAfterSoldOutGoesToTheOldestTicket(t *testing.T) {
 // every request held asks the line again every 200 ms, and holding the whole line made a herd of calls.
 func TestPlace_OnlyTheFrontWaitsInTheServer(t *testing.T) {
 	t.Parallel()
-	const hold = 4 * time.Second
+	const hold = 6 * time.Second
 	e := newEnv(t, func(c *placement.Config) { c.LineHold = hold })
 	waitReady(t, e)
 	const sku, buyers = "HOLD-1", 20
@@ -128,13 +128,22 @@ func TestPlace_OnlyTheFrontWaitsInTheServer(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// A buyer's place is its position when answered: under load a request sent later may take its ticket
+	// first, so positions need not follow the buyers' order.
+	held := 0
 	for i, a := range answers {
-		if a.out.Kind != placement.InLine || a.out.Position != int64(i) || a.out.RetryAfter != time.Second {
-			t.Errorf("buyer %d: %s at %d, Retry-After %v; want in line at %d, due back within a second", i, a.out.Kind, a.out.Position, a.out.RetryAfter, i)
+		if a.out.Kind != placement.InLine || a.out.RetryAfter != time.Second {
+			t.Errorf("buyer %d: %s at %d, Retry-After %v; want in line, due back within a second", i, a.out.Kind, a.out.Position, a.out.RetryAfter)
 			continue
 		}
-		if held := a.took >= hold; held != (i < 16) {
-			t.Errorf("buyer %d (position %d) answered after %v: held in the server %v, want %v", i, a.out.Position, a.took.Round(time.Millisecond), held, i < 16)
+		if a.took >= hold {
+			held++
 		}
+		if front := a.out.Position < 16; (a.took >= hold) != front {
+			t.Errorf("buyer %d at position %d answered after %v: held in the server %v, want %v", i, a.out.Position, a.took.Round(time.Millisecond), a.took >= hold, front)
+		}
+	}
+	if held != 16 {
+		t.Errorf("%d buyers held in the server, want the 16 at the front", held)
 	}
 }
