@@ -8,23 +8,24 @@ import (
 // The line (the admission gate's Admit; the rule is its lua/line.lua) decides which request is placed next:
 // a request that cannot be placed now holds a ticket in its SKUs' lines from its first arrival, shared by
 // every API process, and is counted by the admission gate in its turn, oldest first. A request near the
-// front (fewer than holdAhead live tickets ahead, due back within a second) waits in the server for its
-// turn, for at most Config.LineHold, asking the line again every linePoll, and when this process frees units
-// of the SKU if it is within wakeAhead of the front; any other is answered InLine (503 with its position,
-// the estimated wait and a Retry-After) and keeps its ticket while it comes back in time. It holds nothing
-// while it waits. The line answers sold out as soon as the SKU has fewer units left than the request asks
-// for, and never while units it waits for are only being placed (the flash-sale tool's undersold check).
+// front (fewer than holdAhead live tickets ahead) waits in the server for its turn, for at most
+// Config.LineHold, asking the line again every linePoll, and when this process frees units of the SKU if it
+// is within wakeAhead of the front; any other is answered InLine (503 with its position, the estimated wait
+// and a Retry-After) and keeps its ticket while it comes back in time. It holds nothing while it waits. The
+// line answers sold out as soon as the SKU has fewer units left than the request asks for, and never while
+// units it waits for are only being placed (the flash-sale tool's undersold check).
 
 // DefaultLineHold is how long a request near the front of its line waits in the server for its turn by
 // default, before it is answered InLine.
 const DefaultLineHold = 2 * time.Second
 
 // linePoll is how often a request held in the server asks its line again when this process frees nothing:
-// often enough that it stays live in the line (a ticket is due back within a second).
+// every call sets its ticket's due time again, so it stays live in the line.
 const linePoll = 200 * time.Millisecond
 
 // holdAhead is how near the front a request must be to wait in the server (fewer live tickets ahead of it),
-// and wakeAhead how near to be woken by this process's frees: every wait asks the line (a script that ranks
+// whatever the line's pace (on a slow machine the next in line was told 2 s and sent away), and wakeAhead how
+// near to be woken by this process's frees: every wait asks the line (a script that ranks
 // the line), and a free that woke every waiter of a SKU made a herd of calls for the one unit it freed.
 const (
 	holdAhead = 16
@@ -53,7 +54,7 @@ func (p *placement) waitTurn(ctx context.Context, marker string, adm **admitted)
 		case turn.SoldOut:
 			return soldOut(turn.SKU, true), false
 		}
-		if turn.RetryAfter > time.Second || turn.Position >= holdAhead || time.Now().After(hold) {
+		if turn.Position >= holdAhead || time.Now().After(hold) {
 			return inLine(turn), false
 		}
 		freed := turn.Freed

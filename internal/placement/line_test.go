@@ -147,3 +147,31 @@ func TestPlace_OnlyTheFrontWaitsInTheServer(t *testing.T) {
 		t.Errorf("%d buyers held in the server, want the 16 at the front", held)
 	}
 }
+
+// TestPlace_TheNextInLineWaitsWhateverThePace: the line has admitted one order in 2.5 s (a slow machine, a
+// slow stack), so the next in line is told to come back in 2 s; it still waits in the server for its turn
+// and is placed when the unit frees, instead of being sent away with a ticket at the front. (On CI's race
+// pass the line's measured pace sent the next in line away: TestPlace_InLineWaitsInTheServerForItsTurn.)
+func TestPlace_TheNextInLineWaitsWhateverThePace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *placement.Config) { c.LineHold = 5 * time.Second })
+	waitReady(t, e)
+	const sku = "SLOW-1"
+	e.Stock(t, sku, 3, 100)
+	line := ordersaga.Line{SKU: sku, Qty: 1}
+	holder := e.admitOther(t, ordersaga.Line{SKU: sku, Qty: 2})
+	time.Sleep(2500 * time.Millisecond)
+	holder.Done(context.Background())
+	want(t, e.place("k-slow-a", "u-slow-a", line), placement.Reserved) // the line's pace: 1 in 2.5 s
+	holder = e.admitOther(t, ordersaga.Line{SKU: sku, Qty: 2})         // the 2 units left being placed
+
+	next := make(chan placement.Outcome, 1)
+	go func() { next <- e.place("k-slow-b", "u-slow-b", line) }()
+	select {
+	case out := <-next:
+		t.Fatalf("the next in line was answered %s at %d (Retry-After %v) at once, want it to wait for its turn", out.Kind, out.Position, out.RetryAfter)
+	case <-time.After(500 * time.Millisecond):
+	}
+	holder.Done(context.Background())
+	want(t, <-next, placement.Reserved)
+}
