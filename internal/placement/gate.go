@@ -24,9 +24,9 @@ const DefaultLineHold = 2 * time.Second
 const linePoll = 200 * time.Millisecond
 
 // holdAhead is how near the front a request must be to wait in the server (fewer live tickets ahead of it),
-// whatever the line's pace (on a slow machine the next in line was told 2 s and sent away), and wakeAhead how
-// near to be woken by this process's frees: every wait asks the line (a script that ranks
-// the line), and a free that woke every waiter of a SKU made a herd of calls for the one unit it freed.
+// whatever the line's pace (a slow pace tells even the next in line to come back in seconds), and wakeAhead
+// how near to be woken by this process's frees: each wait is a call that ranks the line, and one unit freed
+// needs only the front.
 const (
 	holdAhead = 16
 	wakeAhead = 2
