@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -149,15 +150,15 @@ type load struct {
 }
 
 type loadResult struct {
-	placed, reserved, rejected, paid, cancelled, failed atomic.Int64
-	ids                                                 []string
-	elapsed                                             time.Duration
+	placed, reserved, rejected, paid, cancelled, failed, retried atomic.Int64
+	ids                                                          []string
+	elapsed                                                      time.Duration
 }
 
 func (r *loadResult) String() string {
-	return fmt.Sprintf("%d orders in %s: %d reserved (%d paid, %d cancelled, the rest left to expire), %d rejected, %d failed calls",
+	return fmt.Sprintf("%d orders in %s: %d reserved (%d paid, %d cancelled, the rest left to expire), %d rejected, %d failed calls (%d calls made again)",
 		r.placed.Load(), r.elapsed.Round(time.Millisecond), r.reserved.Load(), r.paid.Load(), r.cancelled.Load(),
-		r.rejected.Load(), r.failed.Load())
+		r.rejected.Load(), r.failed.Load(), r.retried.Load())
 }
 
 // run places the orders (each placed, then paid, cancelled or left to expire) and returns when every call
@@ -196,12 +197,10 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 			}()
 			// A client retries a place whose answer it did not get (the workflow ID makes it the same order).
 			var r workflows.Reservation
-			var err error
-			for attempt := 0; attempt < 3; attempt++ {
-				if r, err = orderclient.Place(ctx, c, in); err == nil || ctx.Err() != nil {
-					break
-				}
-			}
+			err := res.call(ctx, t, func() (err error) {
+				r, err = orderclient.Place(ctx, c, in)
+				return err
+			})
 			res.placed.Add(1)
 			if err != nil {
 				res.failed.Add(1)
@@ -216,13 +215,11 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 			switch i % 3 {
 			case 0:
 				var pr ordersaga.PaymentResult
-				for attempt := 0; attempt < 3; attempt++ { // the same event: applied once however often it comes
+				err = res.call(ctx, t, func() (err error) { // the same event: applied once however often it comes
 					pr, err = orderclient.Pay(ctx, c, in.OrderID, workflows.PaymentSignal{
 						EventID: "evt-" + in.OrderID, AmountCents: r.Order.AmountCents, Currency: "CNY"})
-					if err == nil || ctx.Err() != nil {
-						break
-					}
-				}
+					return err
+				})
 				if pr == ordersaga.PaymentDuplicate { // an earlier attempt was applied, its answer lost
 					pr = ordersaga.PaymentApplied
 				}
@@ -234,11 +231,10 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 				res.paid.Add(1)
 			case 1:
 				var o ordersaga.Order
-				for attempt := 0; attempt < 3; attempt++ {
-					if o, err = orderclient.Cancel(ctx, c, in.OrderID, "load test"); err == nil || ctx.Err() != nil {
-						break
-					}
-				}
+				err = res.call(ctx, t, func() (err error) {
+					o, err = orderclient.Cancel(ctx, c, in.OrderID, "load test")
+					return err
+				})
 				if err != nil || o.Status != ordersaga.StatusCancelled {
 					res.failed.Add(1)
 					t.Logf("cancel %s: %v %v", in.OrderID, o.Status, err)
@@ -253,16 +249,64 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 	return res
 }
 
-// awaitClosed waits until every order's workflow has closed (the expiring ones take their timeout).
-func awaitClosed(ctx context.Context, t testing.TB, c client.Client, ids []string) {
+// call makes a call as a client does that did not get its answer: again after a pause (100 ms, doubling to 2 s)
+// for up to a minute, each failure logged and counted (retried); it returns the last error.
+func (r *loadResult) call(ctx context.Context, t testing.TB, call func() error) error {
+	pause, give := 100*time.Millisecond, time.Now().Add(time.Minute)
+	for {
+		err := call()
+		if err == nil || ctx.Err() != nil || time.Now().After(give) {
+			return err
+		}
+		r.retried.Add(1)
+		t.Logf("call failed, trying again in %s: %v", pause, err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// awaitClosed waits until every order of the load has closed (the expiring ones take their timeout). An order
+// whose call failed would only close at its ten-minute payment timeout, so a failed call fails the test here,
+// at once; an order that has not closed within wait is described (its status, its pending activities and
+// their last failures) rather than left to the test's own deadline.
+func (r *loadResult) awaitClosed(ctx context.Context, t testing.TB, c client.Client, wait time.Duration) {
 	t.Helper()
-	for _, id := range ids {
+	if n := r.failed.Load(); n != 0 {
+		t.Fatalf("%d order calls failed (logged above): their orders would wait for their payment timeout", n)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for _, id := range r.ids {
 		var o ordersaga.Order
-		if err := c.GetWorkflow(ctx, workflows.OrderWorkflowID(id), "").Get(ctx, &o); err != nil {
-			t.Fatalf("order %s: %v", id, err)
+		if err := c.GetWorkflow(wctx, workflows.OrderWorkflowID(id), "").Get(wctx, &o); err != nil {
+			t.Fatalf("order %s did not close within %s: %v\n%s", id, wait, err, describeOrder(c, id))
 		}
 		if !o.Status.Final() {
 			t.Fatalf("order %s closed in status %s", id, o.Status)
 		}
 	}
+}
+
+// describeOrder says where an order's workflow stands: its status and its pending activities.
+func describeOrder(c client.Client, id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	if o, err := orderclient.Status(ctx, c, id); err == nil {
+		fmt.Fprintf(&b, "  order status %s\n", o.Status)
+	}
+	d, err := c.DescribeWorkflowExecution(ctx, workflows.OrderWorkflowID(id), "")
+	if err != nil {
+		return b.String() + "  describe: " + err.Error()
+	}
+	fmt.Fprintf(&b, "  workflow %s, %d history events\n", d.GetWorkflowExecutionInfo().GetStatus(), d.GetWorkflowExecutionInfo().GetHistoryLength())
+	for _, a := range d.GetPendingActivities() {
+		fmt.Fprintf(&b, "  pending %s: %s, attempt %d, last failure %q\n", a.GetActivityType().GetName(), a.GetState(),
+			a.GetAttempt(), a.GetLastFailure().GetMessage())
+	}
+	return b.String()
 }

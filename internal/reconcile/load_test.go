@@ -63,7 +63,7 @@ func TestReconcile_NoFalseRepairUnderLoad(t *testing.T) {
 	res := l.run(ctx, t, e.c, nil)
 	close(stop)
 	wg.Wait()
-	awaitClosed(ctx, t, e.c, res.ids)
+	res.awaitClosed(ctx, t, e.c, 3*time.Minute)
 
 	var during reconcile.Summary
 	for _, s := range runs {

@@ -58,7 +58,7 @@ func TestReconcile_RedisRestartDuringLoad(t *testing.T) {
 			t.Logf("redis restarted (data lost) after %d orders", done)
 		}
 	})
-	awaitClosed(ctx, t, e.c, res.ids)
+	res.awaitClosed(ctx, t, e.c, 3*time.Minute)
 	before, err := invariants.Check(ctx, e.store, e.rs, expected, true)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestReconcile_RedisDownDuringLoad(t *testing.T) {
 		}
 	})
 	<-back
-	awaitClosed(ctx, t, e.c, res.ids)
+	res.awaitClosed(ctx, t, e.c, 3*time.Minute)
 	// The first run must see the marks younger than ResyncSettle. On a loaded machine (the race detector, the
 	// real stores) the load alone can outlast it, so the marks are made young here rather than assumed so.
 	if err := e.store.DB().WithContext(ctx).Exec("UPDATE stock_anomalies SET created_at = ? WHERE kind = ?",

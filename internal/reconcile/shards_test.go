@@ -65,9 +65,7 @@ func TestReconcile_SplitSKUsUnderLoadKeepEveryInvariant(t *testing.T) {
 		seed: 44, shards: shards}
 	res := l.run(ctx, t, e.c, nil)
 	t.Logf("load: %s", res)
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	awaitClosed(wctx, t, e.c, res.ids)
+	res.awaitClosed(ctx, t, e.c, 3*time.Minute)
 	close(stop)
 	wg.Wait()
 	e.reconcileOnce(t, -1)
