@@ -190,14 +190,14 @@ func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shar
 		res, err := lineScript.Run(ctx, r.rdb, keys, t.ID, line.Qty, now.UnixMilli(), arrived.UnixMilli(),
 			r.pace.of(line.SKU), int64(MaxRetryAfter/time.Second), r.rules.Grace.Milliseconds(), r.rules.PerSKU,
 			l.owner, l.lease.Milliseconds(), ttl.Milliseconds(), extra).Int64Slice()
-		if err == nil && len(res) != 7 {
-			err = fmt.Errorf("line.lua answered %d values, want 7", len(res))
+		if err == nil && len(res) != 8 {
+			err = fmt.Errorf("line.lua answered %d values, want 8", len(res))
 		}
 		if err != nil {
 			r.giveBack(undo, a, t, lines[:i], arrived)
 			return nil, Turn{}, fmt.Errorf("admit %s: %w", line.SKU, err)
 		}
-		code, position, length, admitted, gone, first, retry := res[0], res[1], res[2], res[3], res[4], res[5], res[6]
+		code, position, length, admitted, gone, first, retry, wait := res[0], res[1], res[2], res[3], res[4], res[5], res[6], res[7]
 		turn.Abandoned += gone
 		turn.SKU, turn.Length = line.SKU, length
 		if code == 1 || code == 0 {
@@ -220,11 +220,12 @@ func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shar
 		default:
 			r.giveBack(undo, a, t, lines[:i], time.UnixMilli(first))
 			r.reapSoon(line.SKU)
-			pace := r.pace.of(line.SKU)
+			if position >= wakeAhead {
+				freed = nil
+			}
 			return nil, Turn{
 				SKU: line.SKU, Position: position, Length: length, RetryAfter: time.Duration(retry) * time.Second,
-				Wait:      time.Duration(float64(position+1) / pace * float64(time.Second)),
-				Abandoned: turn.Abandoned, Freed: freed,
+				Wait: time.Duration(wait) * time.Millisecond, Abandoned: turn.Abandoned, Freed: freed,
 			}, nil
 		}
 	}

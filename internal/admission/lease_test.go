@@ -94,77 +94,68 @@ func renewedOnce(t *testing.T, procs []*admission.Gate) bool {
 // one lease.
 func TestAdmitLeases(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		// refused reports whether a buyer of one unit on proc is refused now.
-		refused func(t *testing.T, proc *admission.Gate, sku string) bool
-	}{
-		{"refused_by_admit", func(t *testing.T, proc *admission.Gate, sku string) bool {
-			adm, refusedSKU, err := proc.AdmitNow(context.Background(), []ordersaga.Line{{SKU: sku, Qty: 1}}, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			adm.Done(context.Background())
-			return refusedSKU == sku
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			procs, advance := admissionProcesses(t, 3)
-			a, b, buyers := procs[0], procs[1], procs[2]
-			const sku = "LEASE-1"
-			if err := a.Stock().SetAvailable(ctx, sku, 3); err != nil {
-				t.Fatal(err)
-			}
-			token, err := a.BeginClaimsBackfill(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			finishBackfill(t, a, token)
-			admitting := func(want int64) {
-				t.Helper()
-				if n, err := a.Admitting(ctx, sku); err != nil || n != want {
-					t.Fatalf("admitting %d %v, want %d", n, err, want)
-				}
-			}
-			// A places one unit and B two; both stay alive and neither is done.
-			admA := mustAdmit(t, a, sku, 1)
-			mustAdmit(t, b, sku, 2)
-			for waited := time.Duration(0); waited < 3*testLease; waited += testRenew {
-				if !tc.refused(t, buyers, sku) {
-					t.Fatalf("a buyer was let in after %v while A and B are alive and place every unit", waited)
-				}
-				advance(testRenew)
-			}
-			admitting(3)
-
-			// B dies: the buyers who keep retrying get its two units within about a lease.
-			b.Kill()
-			var waited time.Duration
-			for ; tc.refused(t, buyers, sku); waited += testRenew {
-				if waited > testLease+10*testRenew {
-					t.Fatalf("still refused %v after B died (lease %v): a dead process's count outlives it", waited, testLease)
-				}
-				advance(testRenew)
-			}
-			t.Logf("B's units were free again %v after it died (lease %v)", waited, testLease)
-			admitting(1)
-
-			// A is alive: its unit stays counted however long it places it.
-			admC := mustAdmit(t, buyers, sku, 1)
-			for range 3 * testLease / testRenew {
-				advance(testRenew)
-				if adm, refusedSKU, err := buyers.AdmitNow(ctx, []ordersaga.Line{{SKU: sku, Qty: 2}}, time.Minute); err != nil || refusedSKU != sku {
-					t.Fatalf("an order of 2 with A's and C's units placed: %v %q %v, want refused", adm, refusedSKU, err)
-				}
-			}
-			admitting(2)
-			admA.Done(ctx)
-			admC.Done(ctx)
-			admitting(0)
-		})
+	ctx := context.Background()
+	procs, advance := admissionProcesses(t, 3)
+	a, b, buyers := procs[0], procs[1], procs[2]
+	const sku = "LEASE-1"
+	// refused reports whether a buyer of one unit is refused now.
+	refused := func() bool {
+		adm, refusedSKU, err := buyers.AdmitNow(ctx, []ordersaga.Line{{SKU: sku, Qty: 1}}, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		adm.Done(ctx)
+		return refusedSKU == sku
 	}
+	if err := a.Stock().SetAvailable(ctx, sku, 3); err != nil {
+		t.Fatal(err)
+	}
+	token, err := a.BeginClaimsBackfill(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finishBackfill(t, a, token)
+	admitting := func(want int64) {
+		t.Helper()
+		if n, err := a.Admitting(ctx, sku); err != nil || n != want {
+			t.Fatalf("admitting %d %v, want %d", n, err, want)
+		}
+	}
+	// A places one unit and B two; both stay alive and neither is done.
+	admA := mustAdmit(t, a, sku, 1)
+	mustAdmit(t, b, sku, 2)
+	for waited := time.Duration(0); waited < 3*testLease; waited += testRenew {
+		if !refused() {
+			t.Fatalf("a buyer was let in after %v while A and B are alive and place every unit", waited)
+		}
+		advance(testRenew)
+	}
+	admitting(3)
+
+	// B dies: the buyers who keep retrying get its two units within about a lease.
+	b.Kill()
+	var waited time.Duration
+	for ; refused(); waited += testRenew {
+		if waited > testLease+10*testRenew {
+			t.Fatalf("still refused %v after B died (lease %v): a dead process's count outlives it", waited, testLease)
+		}
+		advance(testRenew)
+	}
+	t.Logf("B's units were free again %v after it died (lease %v)", waited, testLease)
+	admitting(1)
+
+	// A is alive: its unit stays counted however long it places it.
+	admC := mustAdmit(t, buyers, sku, 1)
+	for range 3 * testLease / testRenew {
+		advance(testRenew)
+		if adm, refusedSKU, err := buyers.AdmitNow(ctx, []ordersaga.Line{{SKU: sku, Qty: 2}}, time.Minute); err != nil || refusedSKU != sku {
+			t.Fatalf("an order of 2 with A's and C's units placed: %v %q %v, want refused", adm, refusedSKU, err)
+		}
+	}
+	admitting(2)
+	admA.Done(ctx)
+	admC.Done(ctx)
+	admitting(0)
 }
 
 // mustAdmit admits qty units of sku on proc.

@@ -37,6 +37,11 @@ const DefaultGrace = 5 * time.Second
 // turn may be near, at most this late.
 const MaxRetryAfter = 5 * time.Second
 
+// wakeAhead is how near the front of its line a request must be (fewer live tickets ahead) to be woken by
+// this process's frees (Turn.Freed): each wake is a call that ranks the line, and one unit freed needs only
+// the front.
+const wakeAhead = 2
+
 // defaultPace is the admissions per second a SKU's line is assumed to make before this process has measured
 // it (the estimated wait and Retry-After of its first answers).
 const defaultPace = 20.0
@@ -79,14 +84,15 @@ type Turn struct {
 	// Position is the live tickets ahead of the request's in SKU's line (those not yet found abandoned).
 	Position int64
 	// RetryAfter is when the holder is due back (the line drops its ticket Grace after); Wait is the
-	// estimated wait for its turn, from the line's pace.
+	// estimated wait for its turn, from the line's pace (lua/line.lua computes both).
 	RetryAfter, Wait time.Duration
 	// Waited is, when admitted, how long since the ticket's first arrival (0 without a ticket or a line).
 	Waited time.Duration
 	// Abandoned is how many tickets this call found abandoned and dropped.
 	Abandoned int64
-	// Freed is, when the request is in line, closed once this process next frees units of SKU: a request
-	// waiting in the server waits on it (and on a timer, for the frees of other processes).
+	// Freed is, when the request is in line near the front (fewer than wakeAhead live tickets ahead), closed
+	// once this process next frees units of SKU; nil further back. A request waiting in the server waits on it
+	// (and on a timer, for the frees of other processes).
 	Freed <-chan struct{}
 }
 

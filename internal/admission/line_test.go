@@ -272,12 +272,41 @@ func TestLine_HolderComesBackBeforeItsTurn(t *testing.T) {
 	t0 := time.Now()
 	for i := range 120 {
 		turn := e.wantInLine(fmt.Sprintf("t%03d", i), t0.Add(time.Duration(i)*time.Millisecond), int64(i))
-		if turn.Wait <= 0 || turn.RetryAfter < time.Second || turn.RetryAfter > admission.MaxRetryAfter {
-			t.Fatalf("position %d: %+v: want an estimated wait and a Retry-After of 1s..%v", i, turn, admission.MaxRetryAfter)
+		// Nothing is admitted meanwhile, so the pace is the default: 20 a second, 50 ms a place.
+		if want := time.Duration(i+1) * 50 * time.Millisecond; turn.Wait != want || turn.RetryAfter < time.Second ||
+			turn.RetryAfter > admission.MaxRetryAfter {
+			t.Fatalf("position %d: %+v: want an estimated wait of %v and a Retry-After of 1s..%v", i, turn, want, admission.MaxRetryAfter)
 		}
 		half := max((turn.Wait/2 + time.Second - 1).Truncate(time.Second), time.Second)
 		if turn.RetryAfter > half {
 			t.Fatalf("position %d: Retry-After %v with an estimated wait of %v: want at most %v, back before its turn", i, turn.RetryAfter, turn.Wait, half)
+		}
+	}
+}
+
+// TestLine_OnlyTheFrontIsWoken: when this process frees units of a SKU, only the requests at the very front of
+// its line are woken to ask again (each ask ranks the line, and one unit freed needs only the front); those
+// further back are given no channel and ask on their own timer.
+func TestLine_OnlyTheFrontIsWoken(t *testing.T) {
+	t.Parallel()
+	e := newLine(t, 1, admission.LineRules{})
+	holder := e.wantAdmitted("", time.Now())
+	t0 := time.Now()
+	turns := make([]admission.Turn, 6)
+	for i := range turns {
+		turns[i] = e.wantInLine(fmt.Sprintf("w%d", i), t0.Add(time.Duration(i)*time.Millisecond), int64(i))
+	}
+	for i, turn := range turns {
+		if woken := turn.Freed != nil; woken != (i < 2) {
+			t.Errorf("position %d: given a wake channel %v, want %v (only the first two)", i, woken, i < 2)
+		}
+	}
+	holder.Done(context.Background())
+	for i := range 2 {
+		select {
+		case <-turns[i].Freed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("position %d not woken when the holder's unit freed", i)
 		}
 	}
 }

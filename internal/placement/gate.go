@@ -9,8 +9,8 @@ import (
 // a request that cannot be placed now holds a ticket in its SKUs' lines from its first arrival, shared by
 // every API process, and is counted by the admission gate in its turn, oldest first. A request near the
 // front (fewer than holdAhead live tickets ahead) waits in the server for its turn, for at most
-// Config.LineHold, asking the line again every linePoll, and when this process frees units of the SKU if it
-// is within wakeAhead of the front; any other is answered InLine (503 with its position, the estimated wait
+// Config.LineHold, asking the line again every linePoll and when the line wakes it (Turn.Freed: the very
+// front, when this process frees units of the SKU); any other is answered InLine (503 with its position, the estimated wait
 // and a Retry-After) and keeps its ticket while it comes back in time. It holds nothing while it waits. The
 // line answers sold out as soon as the SKU has fewer units left than the request asks for, and never while
 // units it waits for are only being placed (the flash-sale tool's undersold check).
@@ -24,13 +24,8 @@ const DefaultLineHold = 2 * time.Second
 const linePoll = 200 * time.Millisecond
 
 // holdAhead is how near the front a request must be to wait in the server (fewer live tickets ahead of it),
-// whatever the line's pace (a slow pace tells even the next in line to come back in seconds), and wakeAhead
-// how near to be woken by this process's frees: each wait is a call that ranks the line, and one unit freed
-// needs only the front.
-const (
-	holdAhead = 16
-	wakeAhead = 2
-)
+// whatever the line's pace (a slow pace tells even the next in line to come back in seconds).
+const holdAhead = 16
 
 // waitTurn waits for the request's turn in its SKUs' lines: *adm is set when admitted (ok, and also when Redis
 // is unreachable and the database-only path is on: the placement goes on without the gate); else out is the
@@ -57,13 +52,9 @@ func (p *placement) waitTurn(ctx context.Context, marker string, adm **admitted)
 		if turn.Position >= holdAhead || time.Now().After(hold) {
 			return inLine(turn), false
 		}
-		freed := turn.Freed
-		if turn.Position >= wakeAhead {
-			freed = nil // the timer only
-		}
 		t := time.NewTimer(linePoll)
 		select {
-		case <-freed:
+		case <-turn.Freed: // nil (the timer only) but at the very front
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()

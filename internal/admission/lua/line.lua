@@ -20,17 +20,17 @@
 -- Retry-After (s) ; ARGV[7] = grace (ms) ; ARGV[8] = cap ; ARGV[9] = owner ; ARGV[10] = lease (ms) ;
 -- ARGV[11] = the keys' life (ms) ; ARGV[12] = units left on the SKU's other shards (0 when not split)
 --
--- returns {code, position, length, admitted, abandoned, arrival, retry}:
+-- returns {code, position, length, admitted, abandoned, arrival, retry, wait}:
 --   code 1 admitted (the ticket left the line), 0 in line (position: live tickets ahead of it as far as this
---   call knows, retry: seconds until it is due back), 2 the SKU is not loaded (nothing done: the workflow
---   fails closed), 3 sold out (fewer units left than asked; the ticket left the line);
+--   call knows, retry: seconds until it is due back, wait: its estimated wait in ms), 2 the SKU is not loaded
+--   (nothing done: the workflow fails closed), 3 sold out (fewer units left than asked; the ticket left the line);
 --   length the line's tickets, admitted the line's admissions so far, abandoned the tickets this call
 --   dropped, arrival the ticket's first arrival.
 local ticket, q, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local life, grace = ARGV[11], tonumber(ARGV[7])
 local avail = redis.call('GET', KEYS[1])
 if not avail then
-  return {2, 0, 0, 0, 0, 0, 0}
+  return {2, 0, 0, 0, 0, 0, 0, 0}
 end
 avail = tonumber(avail) + tonumber(ARGV[12])
 if avail < q then
@@ -38,7 +38,7 @@ if avail < q then
     redis.call('HDEL', KEYS[6], ticket)
     redis.call('HINCRBY', KEYS[8], 'left', 1)
   end
-  return {3, 0, redis.call('ZCARD', KEYS[5]), 0, 0, 0, 0}
+  return {3, 0, redis.call('ZCARD', KEYS[5]), 0, 0, 0, 0, 0}
 end
 local admitting = tonumber(redis.call('GET', KEYS[2]) or '0')
 local free = math.min(avail, tonumber(ARGV[8])) - admitting
@@ -74,19 +74,21 @@ local function drop(n)
   return ahead, gone
 end
 
--- wait answers a ticket that is not in its turn: its due time and what the line knows of it are kept. The
--- holder is told to come back at half its estimated wait (at least a second, at most the longest): back
--- before its turn, so that the line is never waiting for holders away, and its pace (measured from its
--- admissions) can rise to what the placements allow instead of staying at the pace it told its holders.
+-- wait answers a ticket that is not in its turn: its due time and what the line knows of it are kept. Its
+-- estimated wait is its place in the line at the line's pace; the holder is told to come back at half of it
+-- (at least a second, at most the longest): back before its turn, so that the line is never waiting for
+-- holders away, and its pace (measured from its admissions) can rise to what the placements allow instead of
+-- staying at the pace it told its holders.
 local function wait(position, gone, rankedAt)
-  local retry = math.min(math.max(math.ceil((position + 1) / (2 * tonumber(ARGV[5]))), 1), tonumber(ARGV[6]))
+  local est = math.ceil((position + 1) * 1000 / tonumber(ARGV[5]))
+  local retry = math.min(math.max(math.ceil(est / 2000), 1), tonumber(ARGV[6]))
   if ticket ~= '' then
     redis.call('HSET', KEYS[6], ticket, string.format('%d:%d:%d:%d:%d', now + retry * 1000, q, position, left, rankedAt))
     redis.call('PEXPIRE', KEYS[5], life)
     redis.call('PEXPIRE', KEYS[6], life)
     redis.call('PEXPIRE', KEYS[8], life)
   end
-  return {0, position, redis.call('ZCARD', KEYS[5]), admitted, gone, arrival, retry}
+  return {0, position, redis.call('ZCARD', KEYS[5]), admitted, gone, arrival, retry, est}
 end
 
 -- The front, looked at by far tickets at most once a second.
@@ -157,6 +159,6 @@ if look == rank and (ahead + q <= free or (ahead == 0 and admitting == 0)) then
   end
   admitted = redis.call('INCR', KEYS[7])
   redis.call('PEXPIRE', KEYS[7], life)
-  return {1, 0, redis.call('ZCARD', KEYS[5]), admitted, gone, arrival, 0}
+  return {1, 0, redis.call('ZCARD', KEYS[5]), admitted, gone, arrival, 0, 0}
 end
 return wait(rank - gone, gone, now)
