@@ -98,11 +98,13 @@ func (r *Gate) leases() *admissionLeases {
 	return l
 }
 
-// Admission is the units Admit counted for one placement; Done takes them off again.
+// Admission is the units Admit counted for one placement; Done takes them off again, GiveBack also puts the
+// request's ticket back in its lines.
 type Admission struct {
-	rs    *Gate
-	mu    sync.Mutex
-	lines []ordersaga.Line
+	rs     *Gate
+	mu     sync.Mutex
+	lines  []ordersaga.Line
+	ticket Ticket // the request's ticket, with its first arrival as the lines had it
 }
 
 // Done takes the admitted units off the counts; what cannot be taken off now (Redis unreachable) the
@@ -122,6 +124,20 @@ func (a *Admission) Done(ctx context.Context) {
 		l.release(line.SKU, line.Qty, err != nil)
 		r.freed.wake(line.SKU)
 	}
+}
+
+// GiveBack takes the admitted units off, as Done, and puts the request's ticket back in its lines at its first
+// arrival, due back within MaxRetryAfter (the longest Retry-After any answer gives): a request admitted and
+// then answered to come back without being placed (a store unreachable before its order started) keeps its
+// place, ahead of every later arrival, while its holder comes back in time.
+func (a *Admission) GiveBack(ctx context.Context) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	lines := a.lines
+	a.mu.Unlock()
+	a.rs.giveBack(ctx, a, a.ticket, lines, a.ticket.Arrived, MaxRetryAfter)
 }
 
 // unadmitLine takes qty off this process's field of sku and off the total (unadmit.lua: never more than the
@@ -179,7 +195,7 @@ func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shar
 		if n := shards[line.SKU]; n > 1 {
 			more, err := r.rs.OtherShardsAvailable(ctx, line.SKU, n)
 			if err != nil {
-				r.giveBack(undo, a, t, lines[:i], arrived)
+				r.giveBack(undo, a, t, lines[:i], arrived, time.Second)
 				return nil, Turn{}, fmt.Errorf("admit %s: %w", line.SKU, err)
 			}
 			extra = more
@@ -194,7 +210,7 @@ func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shar
 			err = fmt.Errorf("line.lua answered %d values, want 8", len(res))
 		}
 		if err != nil {
-			r.giveBack(undo, a, t, lines[:i], arrived)
+			r.giveBack(undo, a, t, lines[:i], arrived, time.Second)
 			return nil, Turn{}, fmt.Errorf("admit %s: %w", line.SKU, err)
 		}
 		code, position, length, admitted, gone, first, retry, wait := res[0], res[1], res[2], res[3], res[4], res[5], res[6], res[7]
@@ -218,7 +234,7 @@ func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shar
 			r.leave(undo, t, lines)
 			return nil, Turn{SKU: line.SKU, SoldOut: true, Length: length, Abandoned: turn.Abandoned}, nil
 		default:
-			r.giveBack(undo, a, t, lines[:i], time.UnixMilli(first))
+			r.giveBack(undo, a, t, lines[:i], time.UnixMilli(first), time.Second) // the caller answers or asks again at once
 			r.reapSoon(line.SKU)
 			if position >= wakeAhead {
 				freed = nil
@@ -230,17 +246,18 @@ func (r *Gate) Admit(ctx context.Context, t Ticket, lines []ordersaga.Line, shar
 		}
 	}
 	turn.Admitted = true
+	a.ticket = Ticket{ID: t.ID, Arrived: arrived}
 	return a, turn, nil
 }
 
-// giveBack undoes the lines a refused request had counted, and puts its ticket back in their lines with its
-// first arrival (due back within a second: the caller answers or asks again at once).
-func (r *Gate) giveBack(ctx context.Context, a *Admission, t Ticket, counted []ordersaga.Line, arrived time.Time) {
+// giveBack undoes the lines a request had counted, and puts its ticket back in their lines with its first
+// arrival, due back within within.
+func (r *Gate) giveBack(ctx context.Context, a *Admission, t Ticket, counted []ordersaga.Line, arrived time.Time, within time.Duration) {
 	a.Done(ctx)
 	if t.ID == "" || len(counted) == 0 {
 		return
 	}
-	due := time.Now().Add(time.Second).UnixMilli()
+	due := time.Now().Add(within).UnixMilli()
 	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, line := range counted {
 			p.ZAddNX(ctx, r.rs.LineKey(line.SKU), redis.Z{Score: float64(arrived.UnixMilli()), Member: t.ID})

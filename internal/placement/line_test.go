@@ -2,13 +2,16 @@ package placement_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ordersaga/ordersaga"
 	"github.com/ordersaga/ordersaga/internal/placement"
+	"github.com/ordersaga/ordersaga/internal/sqlstore"
 )
 
 // TestPlace_FirstComeFirstPlaced: twenty buyers arrive 30 ms apart while the SKU's five units are all being
@@ -174,4 +177,49 @@ func TestPlace_TheNextInLineWaitsWhateverThePace(t *testing.T) {
 	}
 	holder.Done(context.Background())
 	want(t, <-next, placement.Reserved)
+}
+
+// claimFailsOnce is the database failing one claim of an idempotency key (armed: the next one).
+type claimFailsOnce struct {
+	placement.Store
+	armed atomic.Bool
+}
+
+func (s *claimFailsOnce) ClaimIdempotencyKey(ctx context.Context, c sqlstore.IdempotencyClaim, retention time.Duration) (sqlstore.IdempotencyRecord, bool, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		return sqlstore.IdempotencyRecord{}, false, errors.New("the database went away")
+	}
+	return s.Store.ClaimIdempotencyKey(ctx, c, retention)
+}
+
+// TestPlace_AdmittedThenUnavailableKeepsItsPlace: the first in line is admitted when the unit frees, and the
+// database fails its key's claim, so it is answered to come back (503 unavailable, nothing placed). A buyer
+// who arrived later and asks meanwhile waits behind it, and the first buyer's retry gets the unit: a store's
+// hiccup does not send a buyer to the back of the line.
+func TestPlace_AdmittedThenUnavailableKeepsItsPlace(t *testing.T) {
+	t.Parallel()
+	var store *claimFailsOnce
+	e := newEnv(t, func(c *placement.Config) {
+		c.LineHold = 100 * time.Millisecond
+		store = &claimFailsOnce{Store: c.Store}
+		c.Store = store
+	})
+	waitReady(t, e)
+	const sku = "AGAIN-1"
+	e.Stock(t, sku, 1, 100)
+	line := ordersaga.Line{SKU: sku, Qty: 1}
+	holder := e.admitOther(t, line)
+	want(t, e.place("k-again-first", "u-again-first", line), placement.InLine)
+	want(t, e.place("k-again-later", "u-again-later", line), placement.InLine)
+	holder.Done(context.Background()) // the unit comes back (the other placement's order rejected)
+
+	store.armed.Store(true)
+	if out := want(t, e.place("k-again-first", "u-again-first", line), placement.Unavailable); out.Service != "database" {
+		t.Fatalf("the first buyer's claim failing: %+v, want the database unavailable", out)
+	}
+	if out := e.place("k-again-later", "u-again-later", line); out.Kind != placement.InLine || out.Position != 1 {
+		t.Fatalf("the later buyer after the first one's failure: %s at %d, want in line behind it", out.Kind, out.Position)
+	}
+	want(t, e.place("k-again-first", "u-again-first", line), placement.Reserved)
+	want(t, e.place("k-again-later", "u-again-later", line), placement.SoldOut)
 }

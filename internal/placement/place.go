@@ -54,7 +54,7 @@ type placement struct {
 	marker string
 }
 
-func (p *placement) run(ctx context.Context) (Outcome, error) {
+func (p *placement) run(ctx context.Context) (out Outcome, err error) {
 	unknown, err := p.s.unknownSKU(ctx, p.req.Lines)
 	if err != nil {
 		return unavailable(serviceDatabase, err), nil
@@ -85,9 +85,16 @@ func (p *placement) run(ctx context.Context) (Outcome, error) {
 	// units are left that other placements do not count (a flash sale starts about as many workflows as it has
 	// units, not one per buyer). It never refuses a key whose order is started. A key without state waits its
 	// turn before the database is touched; the others after their claim. The admission's units stay counted
-	// until place hands them back (or this request ends before).
+	// until place hands them back, or this request ends before: answered to come back (a store unreachable
+	// before its order started), it also keeps its place in the line.
 	var adm *admitted
-	defer func() { adm.Done(context.WithoutCancel(ctx)) }()
+	defer func() {
+		if out.Kind == Unavailable && ctx.Err() == nil {
+			adm.GiveBack(context.WithoutCancel(ctx))
+			return
+		}
+		adm.Done(context.WithoutCancel(ctx))
+	}()
 	if fast.Ready && !fast.Claimed && !p.redisDown {
 		if out, ok := p.waitTurn(ctx, marker, &adm); !ok {
 			return out, nil
