@@ -21,6 +21,9 @@ import (
 	"github.com/ordersaga/ordersaga/internal/testenv"
 )
 
+// refundEventID is the event ID of recordRefunds' i-th refund.
+func refundEventID(prefix string, i int) string { return fmt.Sprintf("%s-evt-%03d", prefix, i) }
+
 // recordRefunds records n refunds (refunded payments) and kept applied payments beside them, the way the
 // webhook's paths do, and returns the refunds' event IDs.
 func recordRefunds(t *testing.T, store *sqlstore.Store, prefix string, n int) []string {
@@ -28,7 +31,7 @@ func recordRefunds(t *testing.T, store *sqlstore.Store, prefix string, n int) []
 	ctx := context.Background()
 	var ids []string
 	for i := range n {
-		id := fmt.Sprintf("%s-evt-%03d", prefix, i)
+		id := refundEventID(prefix, i)
 		result := ordersaga.PaymentRefunded
 		if i%3 == 0 {
 			result = ordersaga.PaymentRejectedAmount
@@ -50,10 +53,22 @@ func recordRefunds(t *testing.T, store *sqlstore.Store, prefix string, n int) []
 func TestRefundSender_DrainsTheOutboxExactlyOnceAtTheProvider(t *testing.T) {
 	t.Parallel()
 	const secret = "refund-test-secret"
-	provider := refundsimtest.Start(t, "-secret", secret, "-timeout-share", "0.2", "-refuse-share", "0.1", "-seed", "7")
+	faults := refundsim.Faults{RefuseShare: 0.1}
+	provider := refundsimtest.Start(t, "-secret", secret, "-timeout-share", "0.2", "-refuse-share", fmt.Sprint(faults.RefuseShare), "-seed", "7")
 	srv := sagatest.NewServer(t)
 	store := testenv.MustOpenStore(t)
-	prefix := "rs" + testenv.RandomID(6)
+	// The share refuses keys by their hash: the prefix is drawn until the provider refuses some of the 60 and
+	// not all (with a tenth, 0.9^60 = 0.2 % of prefixes refuse none), and the test knows which.
+	var prefix string
+	var wantRefused map[string]bool
+	for len(wantRefused) == 0 || len(wantRefused) == 60 {
+		prefix, wantRefused = "rs"+testenv.RandomID(6), map[string]bool{}
+		for i := range 60 {
+			if id := refundEventID(prefix, i); faults.Refuses(id) {
+				wantRefused[id] = true
+			}
+		}
+	}
 	ids := recordRefunds(t, store, prefix, 60)
 
 	cfg, err := config.FromEnv(func(k string) string {
@@ -102,7 +117,7 @@ func TestRefundSender_DrainsTheOutboxExactlyOnceAtTheProvider(t *testing.T) {
 			}
 		case e.RefundRefusedAt != nil:
 			refused++
-			if executed || !refusedAt[e.EventID] || !strings.Contains(e.RefundRefusal, "refused") {
+			if executed || !refusedAt[e.EventID] || !wantRefused[e.EventID] || !strings.Contains(e.RefundRefusal, "refused") {
 				t.Errorf("%s recorded refused (%q); at the provider: executed %v, refused %v", e.EventID, e.RefundRefusal, executed, refusedAt[e.EventID])
 			}
 		default:
@@ -112,9 +127,11 @@ func TestRefundSender_DrainsTheOutboxExactlyOnceAtTheProvider(t *testing.T) {
 	if sent+refused != len(ids) || len(atProvider) != sent {
 		t.Errorf("sent %d + refused %d of %d refunds; the provider executed %d of this test's", sent, refused, len(ids), len(atProvider))
 	}
-	if sent == 0 || refused == 0 || report.Totals.Replays == 0 {
-		t.Errorf("the faults were not exercised: sent %d, refused %d, replays %d (lost answers must be sent again)",
-			sent, refused, report.Totals.Replays)
+	if refused != len(wantRefused) {
+		t.Errorf("%d refunds recorded refused, want the %d the provider refuses", refused, len(wantRefused))
+	}
+	if report.Totals.Replays == 0 {
+		t.Errorf("no lost answer was sent again (replays 0): the timeouts were not exercised")
 	}
 	if got := testenv.MustMetric(t, reg, "ordersaga_refunds_sent_total"); int(got) != sent {
 		t.Errorf("ordersaga_refunds_sent_total = %v, want %d", got, sent)

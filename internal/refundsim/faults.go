@@ -91,6 +91,9 @@ func (s *Server) blackholeLeft() time.Duration {
 	return max(time.Until(s.blackholeUntil), 0)
 }
 
+// Refuses reports whether a simulator with these faults refuses the refund of key (an event ID) for good.
+func (f Faults) Refuses(key string) bool { return refusedKey(key, f.RefuseShare) }
+
 // refusedKey reports whether a share refuses key: its hash mapped onto [0, 1) is below the share, so a key
 // is refused by every simulator with that share, and by every larger share.
 func refusedKey(key string, share float64) bool {
