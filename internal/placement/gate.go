@@ -10,8 +10,8 @@ import (
 // every API process, and is counted by the admission gate in its turn, oldest first. A request near the
 // front (fewer than holdAhead live tickets ahead) waits in the server for its turn, for at most
 // Config.LineHold, asking the line again every linePoll and when the line wakes it (Turn.Freed: the very
-// front, when this process frees units of the SKU); any other is answered InLine (503 with its position, the estimated wait
-// and a Retry-After) and keeps its ticket while it comes back in time. It holds nothing while it waits. The
+// front, when this process frees units of the SKU); any other is answered InLine (503 with its position, the
+// estimated wait and a Retry-After) and keeps its ticket while it comes back in time. It holds nothing while it waits. The
 // line answers sold out as soon as the SKU has fewer units left than the request asks for, and never while
 // units it waits for are only being placed (the flash-sale tool's undersold check).
 
