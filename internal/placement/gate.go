@@ -11,9 +11,9 @@ import (
 // front (fewer than holdAhead live tickets ahead) waits in the server for its turn, for at most
 // Config.LineHold, asking the line again every linePoll and when the line wakes it (Turn.Freed: the very
 // front, when this process frees units of the SKU); any other is answered InLine (503 with its position, the
-// estimated wait and a Retry-After) and keeps its ticket while it comes back in time. It holds nothing while it waits. The
-// line answers sold out as soon as the SKU has fewer units left than the request asks for, and never while
-// units it waits for are only being placed (the flash-sale tool's undersold check).
+// estimated wait and a Retry-After) and keeps its ticket while it comes back in time. It holds nothing while
+// it waits. The line answers sold out as soon as the SKU has fewer units left than the request asks for, and
+// never while units it waits for are only being placed (the flash-sale tool's undersold check).
 
 // DefaultLineHold is how long a request near the front of its line waits in the server for its turn by
 // default, before it is answered InLine.
