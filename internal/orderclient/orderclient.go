@@ -46,15 +46,18 @@ func Place(ctx context.Context, c client.Client, in workflows.OrderInput) (workf
 // input again attaches to the same workflow and gets its answer: the client's wait for the update ended
 // (WorkflowUpdateServiceTimeoutOrCanceledError), the server's own wait for it ended (an Update-with-Start
 // answers that as the update operation's DeadlineExceeded), the context's deadline passed, or Temporal asked
-// to back off (ResourceExhausted: too many updates in flight on the workflow).
+// to back off (ResourceExhausted: too many updates in flight on the workflow), or the server refused the
+// update because the workflow's task has failed twice in a row (WorkflowNotReady: on a worker so loaded that
+// its workflow tasks time out, until one completes in time).
 func Undecided(err error) bool {
 	var (
 		updateTimeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
 		deadline      *serviceerror.DeadlineExceeded
 		exhausted     *serviceerror.ResourceExhausted
+		notReady      *serviceerror.WorkflowNotReady
 	)
 	return errors.As(err, &updateTimeout) || errors.As(err, &deadline) || errors.As(err, &exhausted) ||
-		errors.Is(err, context.DeadlineExceeded)
+		errors.As(err, &notReady) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Pay applies a payment through the workflow's pay update and returns what became of it.

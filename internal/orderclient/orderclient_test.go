@@ -19,12 +19,16 @@ import (
 
 // updateWithStartFailure is the error an Update-with-Start returns when the server answers its update
 // operation with code, as the SDK wraps it: "failed workflow update: <message>".
-func updateWithStartFailure(t *testing.T, code codes.Code, msg string) error {
+func updateWithStartFailure(t *testing.T, code codes.Code, msg string, detail ...proto.Message) error {
 	t.Helper()
+	var opDetails []*anypb.Any
+	for _, d := range detail {
+		opDetails = append(opDetails, mustAny(t, d))
+	}
 	details, err := anypb.New(&errordetails.MultiOperationExecutionFailure{Statuses: []*errordetails.MultiOperationExecutionFailure_OperationStatus{
 		{Code: int32(codes.Aborted), Message: "Operation was aborted.",
 			Details: []*anypb.Any{mustAny(t, &failurepb.MultiOperationExecutionAborted{})}},
-		{Code: int32(code), Message: msg},
+		{Code: int32(code), Message: msg, Details: opDetails},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +62,11 @@ func TestUndecided(t *testing.T) {
 		{"client's wait ended", fmt.Errorf("place order o-1: %w", client.NewWorkflowUpdateServiceTimeoutOrCanceledError(context.DeadlineExceeded)), true},
 		{"too many updates in flight", fmt.Errorf("place order o-1: %w", serviceerror.NewResourceExhausted(0, "too many outstanding updates")), true},
 		{"context deadline", fmt.Errorf("place order o-1: %w", context.DeadlineExceeded), true},
+		// What CI's race pass saw: the workflow's task timed out twice on the loaded worker and the server
+		// refused the update until one completed ("... due to Workflow Task in failed state.").
+		{"workflow task failing", updateWithStartFailure(t, codes.FailedPrecondition,
+			"Unable to perform workflow execution update due to Workflow Task in failed state.", &errordetails.WorkflowNotReadyFailure{}), true},
+		{"update refused, not ready (plain update)", fmt.Errorf("pay order o-1: %w", serviceerror.NewWorkflowNotReady("not ready")), true},
 		{"update refused as invalid", updateWithStartFailure(t, codes.InvalidArgument, "bad Update"), false},
 		{"workflow closed", fmt.Errorf("place order o-1: %w", serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "")), false},
 		{"context cancelled", fmt.Errorf("place order o-1: %w", context.Canceled), false},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -204,7 +205,7 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 			res.placed.Add(1)
 			if err != nil {
 				res.failed.Add(1)
-				t.Logf("place %s: %v", in.OrderID, err)
+				t.Logf("place %s: %v\n%s", in.OrderID, err, describeOrder(c, in.OrderID))
 				return
 			}
 			if r.Order.Status != ordersaga.StatusAwaitingPayment {
@@ -225,7 +226,7 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 				}
 				if err != nil || pr != ordersaga.PaymentApplied {
 					res.failed.Add(1)
-					t.Logf("pay %s: %v %v", in.OrderID, pr, err)
+					t.Logf("pay %s: %v %v\n%s", in.OrderID, pr, err, describeOrder(c, in.OrderID))
 					return
 				}
 				res.paid.Add(1)
@@ -237,7 +238,7 @@ func (l load) run(ctx context.Context, t testing.TB, c client.Client, onOrder fu
 				})
 				if err != nil || o.Status != ordersaga.StatusCancelled {
 					res.failed.Add(1)
-					t.Logf("cancel %s: %v %v", in.OrderID, o.Status, err)
+					t.Logf("cancel %s: %v %v\n%s", in.OrderID, o.Status, err, describeOrder(c, in.OrderID))
 					return
 				}
 				res.cancelled.Add(1)
@@ -291,7 +292,8 @@ func (r *loadResult) awaitClosed(ctx context.Context, t testing.TB, c client.Cli
 	}
 }
 
-// describeOrder says where an order's workflow stands: its status and its pending activities.
+// describeOrder says where an order's workflow stands: its status, its pending workflow task and activities,
+// and the failures of its workflow tasks.
 func describeOrder(c client.Client, id string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -304,9 +306,24 @@ func describeOrder(c client.Client, id string) string {
 		return b.String() + "  describe: " + err.Error()
 	}
 	fmt.Fprintf(&b, "  workflow %s, %d history events\n", d.GetWorkflowExecutionInfo().GetStatus(), d.GetWorkflowExecutionInfo().GetHistoryLength())
+	if wt := d.GetPendingWorkflowTask(); wt != nil {
+		fmt.Fprintf(&b, "  pending workflow task: %s, attempt %d\n", wt.GetState(), wt.GetAttempt())
+	}
 	for _, a := range d.GetPendingActivities() {
 		fmt.Fprintf(&b, "  pending %s: %s, attempt %d, last failure %q\n", a.GetActivityType().GetName(), a.GetState(),
 			a.GetAttempt(), a.GetLastFailure().GetMessage())
+	}
+	// A workflow task that failed (a panic, a nondeterminism, the SDK's deadlock detector): the server then
+	// refuses updates ("Workflow Task in failed state"); its first failure is in the history.
+	for it := c.GetWorkflowHistory(ctx, workflows.OrderWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT); it.HasNext(); {
+		ev, err := it.Next()
+		if err != nil {
+			fmt.Fprintf(&b, "  history: %v\n", err)
+			break
+		}
+		if f := ev.GetWorkflowTaskFailedEventAttributes(); f != nil {
+			fmt.Fprintf(&b, "  workflow task failed (event %d): %s: %s\n", ev.GetEventId(), f.GetCause(), f.GetFailure().GetMessage())
+		}
 	}
 	return b.String()
 }

@@ -16,7 +16,7 @@ import (
 // A SKU's stock in shards, under orders that are paid, cancelled and left to expire, with reconciliation
 // running all along, a shard drifted under, another over and a third holding a stray hold before the load: no
 // unit is sold twice or lost, and once quiet every shard's counter adds up to the database's stock with no hold left.
-func TestReconcile_SplitSKUsUnderLoadKeepEveryInvariant(t *testing.T) {
+func TestReconcile_SplitSKUsKeepEveryInvariantUnderLoad(t *testing.T) {
 	t.Parallel()
 	e := startEnv(t, envOptions{})
 	ctx := context.Background()
